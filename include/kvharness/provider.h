@@ -1,0 +1,75 @@
+/* kvharness provider ABI: how a shared library supplies kernels to the harness.
+ *
+ * A provider exports one C function, KVH_PROVIDER_SYMBOL, returning an array
+ * of kernel descriptors. The built-in kernels register through the same
+ * function, so a production kernel build plugged in on a ROCm runner is tested
+ * exactly like ours. All tensors are device pointers with PyTorch semantics:
+ * `data` already includes the view's storage offset, shapes and strides are in
+ * elements, outermost first, strides may be anything a view can have.
+ *
+ * Return value of every entry point: 0 on success, else a HIP error code
+ * (hipErrorInvalidValue = 1 for arguments the kernel does not accept).
+ */
+#ifndef KVHARNESS_PROVIDER_H
+#define KVHARNESS_PROVIDER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVH_ABI_VERSION 1
+#define KVH_PROVIDER_SYMBOL "kvh_provider_kernels"
+#define KVH_MAX_DIMS 6
+
+/** Element types. fp16 = IEEE binary16, bf16 = bfloat16, i64 = int64_t. */
+typedef enum kvh_dtype { KVH_DT_F16 = 1, KVH_DT_BF16 = 2, KVH_DT_I64 = 3, KVH_DT_F32 = 4, KVH_DT_I32 = 5 } kvh_dtype;
+
+/** Cache formats (DESIGN.md table), tensor shapes outermost first, x = 16 / sizeof(element):
+ *  NHD:     K, V [num_blocks, block_size, num_kv_heads, head_size]
+ *  PA_V1:   K [num_blocks, num_kv_heads, head_size/x, block_size, x]; V [num_blocks, num_kv_heads, head_size, block_size]
+ *  SHUFFLE: K as PA_V1;  V [num_blocks, num_kv_heads, block_size/x, head_size, x]  */
+typedef enum kvh_cache_format { KVH_CACHE_NHD = 0, KVH_CACHE_PA_V1 = 1, KVH_CACHE_SHUFFLE = 2 } kvh_cache_format;
+
+/** A strided device tensor view. */
+typedef struct kvh_tensor {
+  void* data;       /* device pointer to element [0,...,0] of the view */
+  int32_t dtype;    /* kvh_dtype */
+  int32_t ndim;
+  int64_t shape[KVH_MAX_DIMS];
+  int64_t stride[KVH_MAX_DIMS]; /* elements */
+} kvh_tensor;
+
+/** Arguments of a cache writer (vLLM reshape_and_cache* semantics):
+ *  key, value   [num_tokens, num_kv_heads, head_size], any strides (often views of a fused QKV buffer)
+ *  key_cache, value_cache  in the writer's cache format
+ *  slot_mapping [num_tokens] int64; slot = block_id * block_size + offset; negative = padding, write nothing. */
+typedef struct kvh_write_args {
+  kvh_tensor key, value, key_cache, value_cache, slot_mapping;
+  int64_t block_size;
+} kvh_write_args;
+
+typedef int (*kvh_write_fn)(const kvh_write_args* args, void* stream);
+
+typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
+
+/** One kernel a provider offers. `fixture` != 0 marks a known-bad kernel kept
+ *  on purpose so that the harness can show it fails. */
+typedef struct kvh_kernel_desc {
+  uint32_t abi_version;    /* KVH_ABI_VERSION */
+  const char* name;        /* unique, used in case files */
+  const char* description;
+  int32_t role;            /* kvh_role */
+  int32_t cache_format;    /* kvh_cache_format */
+  int32_t fixture;
+  kvh_write_fn write;      /* role == KVH_ROLE_WRITER */
+  void* reserved[6];       /* reader entry points and capabilities; zero */
+} kvh_kernel_desc;
+
+typedef const kvh_kernel_desc* (*kvh_provider_fn)(int32_t* count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

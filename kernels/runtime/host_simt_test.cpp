@@ -1,0 +1,193 @@
+// Tests of the host SIMT runtime: the execution model the cpu backend promises.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "kvh_runtime.h"
+
+namespace {
+
+struct WaveGuard {  // restores the runtime settings a test changes
+  kvh::host::Config saved = kvh::host::config();
+  ~WaveGuard() { kvh::host::config() = saved; }
+};
+
+__global__ void shared_separate_kernel(int* out) {
+  __shared__ int s[128];
+  const int t = threadIdx.x;
+  s[t] = int(blockIdx.x) * 1000 + t;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + t] = s[(t + 1) % blockDim.x];
+}
+
+TEST(HostSimt, SharedMemoryOfConcurrentBlocksStaysSeparate) {
+  WaveGuard g;
+  kvh::host::config().workers = 2;
+  kvh::host::config().random_order = true;
+  const unsigned blocks = 257, threads = 128;
+  std::vector<int> out(blocks * threads, -1);
+  hipLaunchKernelGGL(shared_separate_kernel, dim3(blocks), dim3(threads), 0, nullptr, out.data());
+  ASSERT_EQ(hipGetLastError(), hipSuccess);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < threads; ++t)
+      ASSERT_EQ(out[b * threads + t], int(b) * 1000 + int((t + 1) % threads)) << "block " << b << " thread " << t;
+}
+
+__global__ void shfl_xor_kernel(int* out, int mask) {
+  const int lane = threadIdx.x % warpSize;
+  out[threadIdx.x] = kvh_shfl_xor(lane * 10 + int(threadIdx.x / warpSize), mask);
+}
+
+__global__ void warp_sum_kernel(float* out, const float* in) {
+  float v = in[threadIdx.x];
+  for (int m = warpSize / 2; m > 0; m /= 2) v += kvh_shfl_xor(v, m);
+  out[threadIdx.x] = v;
+}
+
+// Planted bug: a reduction written for 32 lanes, as CUDA code often is.
+__global__ void warp_sum_assumes_32_kernel(float* out, const float* in) {
+  float v = in[threadIdx.x];
+  for (int m = 16; m > 0; m /= 2) v += kvh_shfl_xor(v, m);
+  out[threadIdx.x] = v;
+}
+
+std::vector<float> warp_sums(int wave, void (*kernel)(float*, const float*)) {
+  WaveGuard g;
+  kvh::host::config().wave_size = wave;
+  const int n = 128;
+  std::vector<float> in(n), out(n, -1.f);
+  std::iota(in.begin(), in.end(), 1.f);
+  hipLaunchKernelGGL(kernel, dim3(1), dim3(n), 0, nullptr, out.data(), in.data());
+  EXPECT_EQ(hipGetLastError(), hipSuccess);
+  return out;
+}
+
+float expected_warp_sum(int lane_base, int wave) {
+  float s = 0;
+  for (int i = 0; i < wave; ++i) s += float(lane_base + i + 1);
+  return s;
+}
+
+class HostSimtWave : public ::testing::TestWithParam<int> {};
+
+TEST_P(HostSimtWave, ShflXorExchangesWithinTheWave) {
+  const int wave = GetParam();
+  WaveGuard g;
+  kvh::host::config().wave_size = wave;
+  for (int mask : {1, 5, wave / 2}) {
+    std::vector<int> out(128, -1);
+    hipLaunchKernelGGL(shfl_xor_kernel, dim3(1), dim3(128), 0, nullptr, out.data(), mask);
+    ASSERT_EQ(hipGetLastError(), hipSuccess);
+    for (int t = 0; t < 128; ++t) ASSERT_EQ(out[t], ((t % wave) ^ mask) * 10 + t / wave) << "mask " << mask << " t " << t;
+  }
+}
+
+TEST_P(HostSimtWave, WaveGenericReductionSumsEveryLane) {
+  const int wave = GetParam();
+  auto out = warp_sums(wave, warp_sum_kernel);
+  for (int t = 0; t < 128; ++t) EXPECT_EQ(out[t], expected_warp_sum(t / wave * wave, wave)) << t;
+}
+
+TEST_P(HostSimtWave, ShflAndShflDownFollowHipSemantics) {
+  const int wave = GetParam();
+  WaveGuard g;
+  kvh::host::config().wave_size = wave;
+  std::vector<int> a(64, -1), b(64, -1);
+  struct K {
+    static void run(int* a, int* b) {
+      const int lane = threadIdx.x % warpSize;
+      a[threadIdx.x] = kvh_shfl(lane + 100, 3);
+      b[threadIdx.x] = kvh_shfl_down(lane + 100, 4u);
+    }
+  };
+  hipLaunchKernelGGL(K::run, dim3(1), dim3(64), 0, nullptr, a.data(), b.data());
+  ASSERT_EQ(hipGetLastError(), hipSuccess);
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % wave;
+    EXPECT_EQ(a[t], 103);
+    EXPECT_EQ(b[t], lane + 4 < wave ? lane + 104 : lane + 100);  // out of range: own value
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Waves, HostSimtWave, ::testing::Values(32, 64));
+
+TEST(HostSimt, ReductionAssuming32LanesIsRightAtWave32AndWrongAtWave64) {
+  auto at32 = warp_sums(32, warp_sum_assumes_32_kernel);
+  for (int t = 0; t < 128; ++t) EXPECT_EQ(at32[t], expected_warp_sum(t / 32 * 32, 32));
+  auto at64 = warp_sums(64, warp_sum_assumes_32_kernel);
+  int wrong = 0;
+  for (int t = 0; t < 128; ++t) wrong += at64[t] != expected_warp_sum(t / 64 * 64, 64);
+  EXPECT_EQ(wrong, 128) << "at wave 64 a 32-lane reduction must miss half of every wave";
+}
+
+__global__ void count_kernel(int* hits) { hits[blockIdx.x * blockDim.x + threadIdx.x] = 1; }
+
+TEST(HostSimt, LaunchLimitsAreHipErrorsNotUndefinedBehaviour) {
+  std::vector<int> hits(4096, 0);
+  hipLaunchKernelGGL(count_kernel, dim3(1), dim3(2048), 0, nullptr, hits.data());
+  EXPECT_EQ(hipGetLastError(), hipErrorInvalidConfiguration);
+  hipLaunchKernelGGL(count_kernel, dim3(1), dim3(64), 100 * 1024, nullptr, hits.data());
+  EXPECT_EQ(hipGetLastError(), hipErrorInvalidConfiguration);
+  hipLaunchKernelGGL(count_kernel, dim3(0), dim3(64), 0, nullptr, hits.data());
+  EXPECT_EQ(hipGetLastError(), hipErrorInvalidConfiguration);
+  EXPECT_EQ(std::accumulate(hits.begin(), hits.end(), 0), 0) << "a rejected launch must not run";
+  hipLaunchKernelGGL(count_kernel, dim3(4), dim3(1024), 64 * 1024, nullptr, hits.data());
+  EXPECT_EQ(hipGetLastError(), hipSuccess);
+  EXPECT_EQ(std::accumulate(hits.begin(), hits.end(), 0), 4096);
+}
+
+__global__ void dynamic_shared_kernel(int* out) {
+  KVH_DYNAMIC_SHARED(int, s);
+  s[threadIdx.x] = int(threadIdx.x) * 3;
+  __syncthreads();
+  out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
+}
+
+TEST(HostSimt, DynamicSharedMemoryIsSharedByTheBlock) {
+  std::vector<int> out(256, -1);
+  hipLaunchKernelGGL(dynamic_shared_kernel, dim3(1), dim3(256), 256 * sizeof(int), nullptr, out.data());
+  ASSERT_EQ(hipGetLastError(), hipSuccess);
+  for (int t = 0; t < 256; ++t) EXPECT_EQ(out[t], (255 - t) * 3);
+}
+
+// Planted bug: reads a neighbour's shared value without a barrier.
+__global__ void missing_barrier_kernel(int* out, bool with_barrier) {
+  __shared__ int s[64];
+  s[threadIdx.x] = int(threadIdx.x) + 1;
+  if (with_barrier) __syncthreads();
+  out[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+  __syncthreads();
+  s[threadIdx.x] = 0;  // leaves stale data for the next block on this worker
+}
+
+int wrong_reads(bool with_barrier) {
+  WaveGuard g;
+  kvh::host::config().random_order = true;
+  kvh::host::config().workers = 1;
+  int wrong = 0;
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<int> out(64, -1);
+    hipLaunchKernelGGL(missing_barrier_kernel, dim3(1), dim3(64), 0, nullptr, out.data(), with_barrier);
+    EXPECT_EQ(hipGetLastError(), hipSuccess);
+    for (int t = 0; t < 64; ++t) wrong += out[t] != (t + 1) % 64 + 1;
+  }
+  return wrong;
+}
+
+TEST(HostSimt, RandomFiberOrderExposesAMissingBarrier) {
+  EXPECT_EQ(wrong_reads(true), 0);
+  EXPECT_GT(wrong_reads(false), 0);
+}
+
+__global__ void throwing_kernel() {
+  if (threadIdx.x == 7) throw std::runtime_error("lane 7 gave up");
+}
+
+TEST(HostSimt, AKernelThatThrowsIsALaunchFailureWithItsMessage) {
+  hipLaunchKernelGGL(throwing_kernel, dim3(2), dim3(64), 0, nullptr);
+  EXPECT_EQ(hipGetLastError(), hipErrorLaunchFailure);
+  EXPECT_NE(std::string(kvh::host::last_error_text()).find("lane 7 gave up"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+// Small helpers shared by the cache-writer kernels: the argument check every
+// launcher runs and the launch geometry. Index math stays in each kernel.
+#pragma once
+#include "kvh_runtime.h"
+#include "kvharness/provider.h"
+
+namespace kvh::kernels {
+
+/// Strides of one view, passed by value into a kernel (elements, 64-bit).
+struct Strides5 {
+  int64_t s[5];
+};
+
+inline Strides5 strides_of(const kvh_tensor& t) {
+  Strides5 r{};
+  for (int i = 0; i < t.ndim && i < 5; ++i) r.s[i] = t.stride[i];
+  return r;
+}
+
+/// Checks the shapes a writer of `format` needs. Returns hipErrorInvalidValue
+/// when a rank, dtype or extent disagrees (the launcher then does not launch).
+inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format format) {
+  const kvh_tensor& k = a.key;
+  if (k.ndim != 3 || a.value.ndim != 3 || a.slot_mapping.ndim != 1 || a.slot_mapping.dtype != KVH_DT_I64)
+    return hipErrorInvalidValue;
+  if (k.dtype != a.key_cache.dtype || k.dtype != a.value_cache.dtype || k.dtype != a.value.dtype) return hipErrorInvalidValue;
+  if (k.dtype != KVH_DT_F16 && k.dtype != KVH_DT_BF16) return hipErrorInvalidValue;
+  if (a.slot_mapping.shape[0] != k.shape[0] || a.value.shape[0] != k.shape[0]) return hipErrorInvalidValue;
+  const int64_t heads = k.shape[1], hd = k.shape[2], bs = a.block_size;
+  const kvh_tensor &kc = a.key_cache, &vc = a.value_cache;
+  switch (format) {
+    case KVH_CACHE_NHD:
+      if (kc.ndim != 4 || vc.ndim != 4 || kc.shape[1] != bs || kc.shape[2] != heads || kc.shape[3] != hd)
+        return hipErrorInvalidValue;
+      break;
+    case KVH_CACHE_PA_V1:
+    case KVH_CACHE_SHUFFLE: {
+      if (kc.ndim != 5 || kc.shape[1] != heads || kc.shape[3] != bs || kc.shape[2] * kc.shape[4] != hd)
+        return hipErrorInvalidValue;
+      const int64_t x = kc.shape[4];
+      if (format == KVH_CACHE_PA_V1 && (vc.ndim != 4 || vc.shape[2] != hd || vc.shape[3] != bs)) return hipErrorInvalidValue;
+      if (format == KVH_CACHE_SHUFFLE &&
+          (vc.ndim != 5 || vc.shape[2] * vc.shape[4] != bs || vc.shape[3] != hd || vc.shape[4] != x))
+        return hipErrorInvalidValue;
+      break;
+    }
+  }
+  return hipSuccess;
+}
+
+
+/// Threads per block for a writer: one element per thread, capped at 256.
+inline unsigned writer_block_threads(int64_t num_kv_heads, int64_t head_size) {
+  int64_t n = num_kv_heads * head_size;
+  return unsigned(n < 256 ? (n < 64 ? 64 : n) : 256);
+}
+
+}  // namespace kvh::kernels
