@@ -11,7 +11,7 @@ namespace {
 
 constexpr kvh_kernel_desc writer(const char* name, const char* description, kvh_cache_format format, int fixture,
                                  kvh_write_fn fn) {
-  return kvh_kernel_desc{KVH_ABI_VERSION, name, description, KVH_ROLE_WRITER, format, fixture, fn, {}};
+  return kvh_kernel_desc{KVH_ABI_VERSION, name, description, KVH_ROLE_WRITER, format, fixture, fn, nullptr, nullptr, nullptr, 0, {}};
 }
 
 const kvh_kernel_desc kBuiltins[] = {

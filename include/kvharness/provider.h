@@ -52,6 +52,30 @@ typedef struct kvh_write_args {
 
 typedef int (*kvh_write_fn)(const kvh_write_args* args, void* stream);
 
+/** Arguments of a paged decode-attention reader: one query token per sequence.
+ *  out          [num_seqs, num_heads, head_size], dtype of query; written in full
+ *  query        [num_seqs, num_heads, head_size], any strides (a view of a fused QKV buffer)
+ *  key_cache    [num_blocks, num_kv_heads, head_size/x, block_size, x]
+ *  value_cache  PA_V1 [num_blocks, num_kv_heads, head_size, block_size] or
+ *               SHUFFLE [num_blocks, num_kv_heads, block_size/x, head_size, x]
+ *  block_tables [num_seqs, max_blocks_per_seq] int32, physical block ids
+ *  context_lens [num_seqs] int32, tokens of each sequence (>= 1)
+ *  GQA: query head h reads kv head h / (num_heads / num_kv_heads) (vLLM, aiter).
+ *  workspace: device memory of at least workspace_bytes(args) bytes, for split-K partials. */
+typedef struct kvh_attention_args {
+  kvh_tensor out, query, key_cache, value_cache, block_tables, context_lens;
+  int64_t block_size;
+  int32_t max_context_len;
+  float scale;            /* softmax scale, usually 1/sqrt(head_size) */
+  float k_scale, v_scale; /* dequant scales for quantized caches; 1.0 otherwise */
+  int32_t partition_size; /* split-K partition in tokens; 0 = the kernel's default */
+  void* workspace;
+  uint64_t workspace_bytes;
+} kvh_attention_args;
+
+typedef int (*kvh_attention_fn)(const kvh_attention_args* args, void* stream);
+typedef uint64_t (*kvh_workspace_fn)(const kvh_attention_args* args);
+
 typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
 
 /** One kernel a provider offers. `fixture` != 0 marks a known-bad kernel kept
@@ -64,7 +88,13 @@ typedef struct kvh_kernel_desc {
   int32_t cache_format;    /* kvh_cache_format */
   int32_t fixture;
   kvh_write_fn write;      /* role == KVH_ROLE_WRITER */
-  void* reserved[6];       /* reader entry points and capabilities; zero */
+  kvh_attention_fn attention;       /* role == KVH_ROLE_READER */
+  kvh_workspace_fn workspace_bytes; /* role == KVH_ROLE_READER; may be null (no workspace) */
+  /* Declared capabilities of a reader; a launch outside them is a misroute.
+   * head_sizes: the only head sizes supported (num_head_sizes = 0: any multiple of x up to 256). */
+  const int32_t* head_sizes;
+  int32_t num_head_sizes;
+  void* reserved[3];       /* zero */
 } kvh_kernel_desc;
 
 typedef const kvh_kernel_desc* (*kvh_provider_fn)(int32_t* count);
