@@ -1,0 +1,207 @@
+#include "case_file.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <set>
+#include <toml++/toml.h>
+
+#include "model.h"
+
+namespace kvh {
+
+namespace {
+
+struct Ctx {
+  std::string file;
+  [[noreturn]] void fail(const toml::node& n, const std::string& field, const std::string& msg) const {
+    throw CaseFileError(fmt::format("{}:{}: field '{}': {}", file, n.source().begin.line, field, msg));
+  }
+};
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "another type";
+  }
+}
+
+std::vector<std::string> strings(const Ctx& c, const toml::table& t, const std::string& key, bool required,
+                                 const std::vector<std::string>& allowed = {}) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required) c.fail(t, key, "missing; expected an array of strings");
+    return {};
+  }
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) c.fail(*n, key, "expected a non-empty array of strings, got " + type_name(*n));
+  std::vector<std::string> out;
+  for (const auto& e : *a) {
+    auto s = e.value<std::string>();
+    if (!s) c.fail(e, key, "expected a string element, got " + type_name(e));
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), *s) == allowed.end())
+      c.fail(e, key, fmt::format("unknown value '{}'; expected one of {}", *s, fmt::join(allowed, ", ")));
+    out.push_back(*s);
+  }
+  return out;
+}
+
+std::vector<int64_t> integers(const Ctx& c, const toml::table& t, const std::string& key, bool required,
+                              int64_t min_value) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required) c.fail(t, key, "missing; expected an array of integers");
+    return {};
+  }
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) c.fail(*n, key, "expected a non-empty array of integers, got " + type_name(*n));
+  std::vector<int64_t> out;
+  for (const auto& e : *a) {
+    auto v = e.value<int64_t>();
+    if (!v || !e.is_integer()) c.fail(e, key, "expected an integer element, got " + type_name(e));
+    if (*v < min_value) c.fail(e, key, fmt::format("expected an integer >= {}, got {}", min_value, *v));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int64_t dflt, int64_t min_value) {
+  const toml::node* n = t.get(key);
+  if (!n) return dflt;
+  if (!n->is_integer()) c.fail(*n, key, "expected an integer, got " + type_name(*n));
+  int64_t v = *n->value<int64_t>();
+  if (v < min_value) c.fail(*n, key, fmt::format("expected an integer >= {}, got {}", min_value, v));
+  return v;
+}
+
+void only_keys(const Ctx& c, const toml::table& t, const std::string& table, const std::set<std::string>& keys) {
+  for (const auto& [k, v] : t)
+    if (!keys.count(std::string(k.str())))
+      c.fail(v, std::string(k.str()), fmt::format("unknown field in [{}]; expected one of {}", table, fmt::join(keys, ", ")));
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> out;
+  for (auto s : all_schemes()) out.push_back(to_string(s));
+  return out;
+}
+
+void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models,
+                  const std::vector<int64_t>& seeds, std::vector<Case>& out) {
+  only_keys(c, t, "write",
+            {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
+             "padded_page_bytes"});
+  std::vector<std::string> model_names;
+  for (auto& [n, _] : models) model_names.push_back(n);
+  const auto names = strings(c, t, "models", true, model_names);
+  const int tp = int(integer(c, t, "tp", 1, 1));
+  const auto layouts = strings(c, t, "layouts", true, scheme_names());
+  const auto head_sizes = integers(c, t, "head_sizes", false, 1);
+  const auto num_tokens = integers(c, t, "num_tokens", true, 0);
+  const auto block_sizes = integers(c, t, "block_sizes", true, 1);
+  const auto dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
+  const auto writers = strings(c, t, "writers", true);
+  const int64_t padded = integer(c, t, "padded_page_bytes", 0, 0);
+  const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
+  for (const auto& name : names) {
+    const ModelPreset& m = models.at(name);
+    RankShape r{};
+    try {
+      r = per_rank(m, tp);
+    } catch (const std::invalid_argument& e) {
+      c.fail(*t.get("tp"), "tp", e.what());
+    }
+    const std::vector<int64_t> hs = head_sizes.empty() ? std::vector<int64_t>{m.head_size} : head_sizes;
+    for (int64_t hd : hs)
+      for (const auto& layout : layouts)
+        for (int64_t bs : block_sizes)
+          for (const auto& dt : dtypes)
+            for (int64_t n : num_tokens)
+              for (const auto& w : writers)
+                for (int64_t seed : seeds) {
+                  Case k;
+                  k.kind = CaseKind::Write;
+                  k.model = m.name;
+                  k.tp = tp;
+                  k.hybrid = m.hybrid;
+                  k.num_heads = r.num_heads;
+                  k.num_kv_heads = r.num_kv_heads;
+                  k.head_size = hd;
+                  k.layout = *parse_scheme(layout);
+                  k.block_size = bs;
+                  k.padded_page_bytes = padded;
+                  k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
+                  k.batch_size = n;
+                  k.writer = w;
+                  k.seed = uint64_t(seed);
+                  k.source = where;
+                  out.push_back(std::move(k));
+                }
+  }
+}
+
+}  // namespace
+
+std::vector<Case> parse_case_text(const std::string& text, const std::string& name) {
+  Ctx c{name};
+  toml::table root;
+  try {
+    root = toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    throw CaseFileError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
+                                    e.description()));
+  }
+  only_keys(c, root, "top level", {"seeds", "model", "write"});
+  std::vector<int64_t> seeds = integers(c, root, "seeds", false, 0);
+  if (seeds.empty()) seeds = {1};
+
+  std::map<std::string, ModelPreset> models;
+  for (const auto& m : model_presets()) models[m.name] = m;
+  if (const toml::node* n = root.get("model")) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables()) c.fail(*n, "model", "expected [[model]] tables");
+    for (const auto& e : *arr) {
+      const toml::table& t = *e.as_table();
+      only_keys(c, t, "model", {"name", "num_heads", "num_kv_heads", "head_size", "hybrid", "source"});
+      const toml::node* nm = t.get("name");
+      if (!nm || !nm->is_string()) c.fail(t, "name", "missing or not a string");
+      ModelPreset m;
+      m.name = *nm->value<std::string>();
+      m.num_heads = int(integer(c, t, "num_heads", 0, 1));
+      m.num_kv_heads = int(integer(c, t, "num_kv_heads", 0, 1));
+      m.head_size = int(integer(c, t, "head_size", 0, 1));
+      if (!m.num_heads || !m.num_kv_heads || !m.head_size)
+        c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
+      if (m.num_heads % m.num_kv_heads != 0)
+        c.fail(t, "num_kv_heads", fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
+      m.hybrid = t.get("hybrid") && t.get("hybrid")->value_or(false);
+      m.source = name;
+      models[m.name] = m;
+    }
+  }
+  std::vector<Case> cases;
+  if (const toml::node* n = root.get("write")) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables()) c.fail(*n, "write", "expected [[write]] tables");
+    for (const auto& e : *arr) expand_write(c, *e.as_table(), models, seeds, cases);
+  }
+  return cases;
+}
+
+std::vector<Case> load_case_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw CaseFileError(path + ": cannot open the case file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_case_text(ss.str(), path);
+}
+
+}  // namespace kvh

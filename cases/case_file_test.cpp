@@ -1,0 +1,68 @@
+#include "case_file.h"
+
+#include <gtest/gtest.h>
+
+namespace kvh {
+namespace {
+
+const char* kGood = R"(
+seeds = [3, 4]
+[[model]]
+name = "tiny"
+num_heads = 8
+num_kv_heads = 2
+head_size = 64
+
+[[write]]
+models = ["Qwen3.5-397B-A17B", "tiny"]
+tp = 8
+layouts = ["kv_first", "interleaved"]
+num_tokens = [4]
+block_sizes = [16, 544]
+dtypes = ["fp16", "bf16"]
+writers = ["reshape_and_cache_shuffle"]
+)";
+
+TEST(CaseFile, ExpandsTheCartesianProductWithPerRankHeads) {
+  auto cases = parse_case_text(kGood, "good.toml");
+  ASSERT_EQ(cases.size(), 2u * 2 * 2 * 2 * 2);  // models x layouts x block sizes x dtypes x seeds
+  const Case& q = cases.front();
+  EXPECT_EQ(q.model, "Qwen3.5-397B-A17B");
+  EXPECT_EQ(q.num_heads, 4);
+  EXPECT_EQ(q.num_kv_heads, 1);  // max(1, 2 / 8)
+  EXPECT_EQ(q.head_size, 256);
+  EXPECT_TRUE(q.hybrid);
+  EXPECT_EQ(q.source, "good.toml:9");  // the [[write]] line
+  EXPECT_EQ(q.id(), "write/Qwen3.5-397B-A17B/tp8/hd256/kv_first/bs16/fp16/n4/reshape_and_cache_shuffle/s3");
+  EXPECT_EQ(cases.back().model, "tiny");
+  EXPECT_EQ(cases.back().num_heads, 1);
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse_case_text(text, "bad.toml");
+    ADD_FAILURE() << "no error for:\n" << text;
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what() << "\nwanted: " << needle;
+  }
+}
+
+TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
+  expect_error("[[write]]\nmodels = [\"nope\"]\n", "bad.toml:2: field 'models': unknown value 'nope'; expected one of");
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = \"kv_first\"\n",
+               "bad.toml:3: field 'layouts': expected a non-empty array of strings, got a string");
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\nnum_tokens = [4, \"x\"]\n",
+               "bad.toml:4: field 'num_tokens': expected an integer element, got a string");
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayout = [\"kv_first\"]\n",
+               "field 'layout': unknown field in [write]");
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 3\nlayouts = [\"kv_first\"]\nnum_tokens = [4]\n"
+               "block_sizes = [16]\ndtypes = [\"fp16\"]\nwriters = [\"w\"]\n",
+               "bad.toml:3: field 'tp': tp 3 does not divide num_heads 64");
+  expect_error("seeds = [1\n", "bad.toml:");
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\n", "field 'num_tokens': missing");
+}
+
+TEST(CaseFile, MissingFileIsAnError) { EXPECT_THROW(load_case_file("/nonexistent/x.toml"), CaseFileError); }
+
+}  // namespace
+}  // namespace kvh

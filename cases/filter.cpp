@@ -1,0 +1,69 @@
+#include "filter.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace kvh {
+
+const std::vector<std::string>& Filter::keys() {
+  static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
+                                          "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
+                                          "writer",    "variant",    "seed",  "shuffle"};
+  return k;
+}
+
+std::string case_field(const Case& c, const std::string& key) {
+  if (key == "id") return c.id();
+  if (key == "kind") return to_string(c.kind);
+  if (key == "model") return c.model;
+  if (key == "tp") return std::to_string(c.tp);
+  if (key == "head_size") return std::to_string(c.head_size);
+  if (key == "num_heads") return std::to_string(c.num_heads);
+  if (key == "num_kv_heads") return std::to_string(c.num_kv_heads);
+  if (key == "layout") return to_string(c.layout);
+  if (key == "block_size") return std::to_string(c.block_size);
+  if (key == "dtype") return to_string(c.dtype);
+  if (key == "batch_size") return std::to_string(c.batch_size);
+  if (key == "writer") return c.writer;
+  if (key == "variant") return c.variant();
+  if (key == "seed") return std::to_string(c.seed);
+  if (key == "shuffle") return c.writer.find("shuffle") != std::string::npos ? "1" : "0";
+  return "";
+}
+
+Filter::Filter(const std::string& expr) {
+  std::stringstream ss(expr);
+  std::string term;
+  while (std::getline(ss, term, ',')) {
+    if (term.empty()) continue;
+    auto eq = term.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw FilterError(fmt::format("filter term '{}': expected key=value or key!=value", term));
+    bool negate = term[eq - 1] == '!';
+    std::string key = term.substr(0, negate ? eq - 1 : eq);
+    if (std::find(keys().begin(), keys().end(), key) == keys().end())
+      throw FilterError(fmt::format("filter term '{}': unknown key '{}'; known keys: {}", term, key, fmt::join(keys(), ", ")));
+    Term t{key, negate, {}};
+    std::stringstream alts(term.substr(eq + 1));
+    std::string a;
+    while (std::getline(alts, a, '|')) t.alternatives.push_back(a);
+    if (t.alternatives.empty()) t.alternatives.push_back("");
+    terms_.push_back(std::move(t));
+  }
+}
+
+bool Filter::matches(const Case& c) const {
+  for (const auto& t : terms_) {
+    const std::string v = case_field(c, t.key);
+    bool any = std::any_of(t.alternatives.begin(), t.alternatives.end(),
+                           [&](const std::string& p) { return fnmatch(p.c_str(), v.c_str(), 0) == 0; });
+    if (any == t.negate) return false;
+  }
+  return true;
+}
+
+}  // namespace kvh

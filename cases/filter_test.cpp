@@ -1,0 +1,44 @@
+#include "filter.h"
+
+#include <gtest/gtest.h>
+
+namespace kvh {
+namespace {
+
+Case sample() {
+  Case c;
+  c.model = "Qwen3.5-397B-A17B";
+  c.head_size = 256;
+  c.layout = Scheme::Interleaved;
+  c.writer = "reshape_and_cache_shuffle";
+  c.batch_size = 512;
+  return c;
+}
+
+TEST(Filter, TermsAreAndedWithAlternativesGlobsAndNegation) {
+  Case c = sample();
+  EXPECT_TRUE(Filter("").matches(c));
+  EXPECT_TRUE(Filter("head_size=256,layout=interleaved").matches(c));
+  EXPECT_FALSE(Filter("head_size=256,layout=padded").matches(c));
+  EXPECT_TRUE(Filter("layout=padded|interleaved").matches(c));
+  EXPECT_TRUE(Filter("writer=*shuffle,shuffle=1").matches(c));
+  EXPECT_FALSE(Filter("writer!=reshape_and_cache_*").matches(c));
+  EXPECT_TRUE(Filter("id=" + c.id()).matches(c));
+  Case other = c;
+  other.seed = 2;
+  EXPECT_FALSE(Filter("id=" + c.id()).matches(other));
+}
+
+TEST(Filter, BadTermsNameTheTermAndTheKnownKeys) {
+  EXPECT_THROW(Filter("head_size"), FilterError);
+  try {
+    Filter("colour=red");
+    FAIL();
+  } catch (const FilterError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown key 'colour'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("head_size"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kvh

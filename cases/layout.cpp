@@ -1,0 +1,208 @@
+#include "layout.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace kvh {
+
+const char* to_string(CacheFormat f) {
+  switch (f) {
+    case CacheFormat::Flash: return "flash";
+    case CacheFormat::PaV1: return "pa_v1";
+    case CacheFormat::Shuffle: return "shuffle";
+  }
+  return "?";
+}
+
+const std::vector<Scheme>& all_schemes() {
+  static const std::vector<Scheme> s{Scheme::Separate, Scheme::KvFirst, Scheme::Interleaved, Scheme::Padded,
+                                     Scheme::Packed,   Scheme::Offset,  Scheme::Large};
+  return s;
+}
+
+const char* to_string(Scheme s) {
+  switch (s) {
+    case Scheme::Separate: return "separate";
+    case Scheme::KvFirst: return "kv_first";
+    case Scheme::Interleaved: return "interleaved";
+    case Scheme::Padded: return "padded";
+    case Scheme::Packed: return "packed";
+    case Scheme::Offset: return "offset";
+    case Scheme::Large: return "large";
+  }
+  return "?";
+}
+
+std::optional<CacheFormat> parse_cache_format(const std::string& s) {
+  for (auto f : {CacheFormat::Flash, CacheFormat::PaV1, CacheFormat::Shuffle})
+    if (s == to_string(f)) return f;
+  return std::nullopt;
+}
+
+std::optional<Scheme> parse_scheme(const std::string& s) {
+  for (auto v : all_schemes())
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::string StridedView::str() const {
+  return fmt::format("({}):({})+{}", fmt::join(shape, ","), fmt::join(stride, ","), offset);
+}
+
+int64_t StridedView::numel() const {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+int64_t StridedView::end() const {
+  int64_t last = offset;
+  for (size_t i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * stride[i];
+  return last + 1;
+}
+
+std::optional<std::vector<int64_t>> StridedView::index_of(int64_t elem) const {
+  int64_t rem = elem - offset;
+  if (rem < 0) return std::nullopt;
+  std::vector<size_t> order(shape.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride[a] > stride[b]; });
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t d : order) {
+    if (stride[d] == 0) continue;
+    int64_t i = rem / stride[d];
+    if (i >= shape[d]) return std::nullopt;
+    idx[d] = i;
+    rem -= i * stride[d];
+  }
+  if (rem != 0) return std::nullopt;
+  return idx;
+}
+
+std::vector<int64_t> cache_shape(CacheFormat format, bool is_value, const CacheGeometry& g) {
+  switch (format) {
+    case CacheFormat::Flash: return {g.num_blocks, g.block_size, g.num_kv_heads, g.head_size};
+    case CacheFormat::PaV1:
+      if (is_value) return {g.num_blocks, g.num_kv_heads, g.head_size, g.block_size};
+      return {g.num_blocks, g.num_kv_heads, g.head_size / g.x, g.block_size, g.x};
+    case CacheFormat::Shuffle:
+      if (is_value) return {g.num_blocks, g.num_kv_heads, g.block_size / g.x, g.head_size, g.x};
+      return {g.num_blocks, g.num_kv_heads, g.head_size / g.x, g.block_size, g.x};
+  }
+  return {};
+}
+
+namespace {
+
+// Row-major strides of `shape` with the outermost stride replaced by block_stride.
+std::vector<int64_t> block_strides(const std::vector<int64_t>& shape, int64_t block_stride) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  s[0] = block_stride;
+  return s;
+}
+
+}  // namespace
+
+LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheGeometry& g, int64_t padded_page_bytes,
+                                 int64_t storage_offset) {
+  auto no = [](std::string why) { return LayoutOrReason{std::nullopt, std::move(why)}; };
+  if (g.num_blocks <= 0 || g.block_size <= 0 || g.num_kv_heads <= 0 || g.head_size <= 0)
+    return no("num_blocks, block_size, num_kv_heads and head_size must be positive");
+  if (format != CacheFormat::Flash && g.head_size % g.x != 0)
+    return no(fmt::format("head_size {} is not a multiple of x = {} ({} cache)", g.head_size, g.x, to_string(format)));
+  if (format == CacheFormat::Shuffle && g.block_size % g.x != 0)
+    return no(fmt::format("block_size {} is not a multiple of x = {} (shuffled V cache)", g.block_size, g.x));
+  if (scheme == Scheme::Packed && format != CacheFormat::Flash)
+    return no("packed last dim exists only for the flash (NHD) cache");
+
+  CacheLayout L{format, scheme, g, {}, {}, 0, 0};
+  const int64_t page = g.page_elems(), nb = g.num_blocks;
+  L.key.shape = cache_shape(format, false, g);
+  L.value.shape = cache_shape(format, true, g);
+  switch (scheme) {
+    case Scheme::Separate: {
+      const int64_t gap = 64;  // allocator gap: memory of neither cache
+      L.block_stride = page;
+      L.value.offset = nb * page + gap;
+      L.storage_elems = 2 * nb * page + gap;
+      break;
+    }
+    case Scheme::KvFirst:
+    case Scheme::Large:
+      L.block_stride = page;
+      L.value.offset = nb * page;
+      L.storage_elems = 2 * nb * page;
+      break;
+    case Scheme::Offset:
+      if (storage_offset <= 0) storage_offset = 37 * g.x;  // 16-byte aligned, not page aligned
+      L.block_stride = page;
+      L.key.offset = storage_offset;
+      L.value.offset = storage_offset + nb * page;
+      L.storage_elems = storage_offset + 2 * nb * page;
+      break;
+    case Scheme::Interleaved:
+      L.block_stride = 2 * page;
+      L.value.offset = page;
+      L.storage_elems = nb * 2 * page;
+      break;
+    case Scheme::Padded: {
+      int64_t padded = padded_page_bytes > 0 ? padded_page_bytes / g.elem_bytes : 0;
+      if (padded_page_bytes % g.elem_bytes != 0) return no("padded page size is not a whole number of elements");
+      if (padded == 0) padded = 2 * page + std::max<int64_t>(64, page / 4);
+      if (padded <= 2 * page)
+        return no(fmt::format("padded page {} bytes does not exceed the K+V page {} bytes", padded * g.elem_bytes,
+                              2 * page * g.elem_bytes));
+      L.block_stride = padded;
+      L.value.offset = page;
+      L.storage_elems = nb * padded;
+      break;
+    }
+    case Scheme::Packed: {
+      // Storage tensor (num_blocks, num_kv_heads, block_size, 2*head_size); the
+      // flash view [block, token, head, dim] is a permuted view of it.
+      const int64_t hd2 = 2 * g.head_size;
+      L.block_stride = g.num_kv_heads * g.block_size * hd2;
+      L.key.stride = {L.block_stride, hd2, g.block_size * hd2, 1};
+      L.value.stride = L.key.stride;
+      L.value.offset = g.head_size;
+      L.storage_elems = nb * L.block_stride;
+      return {L, ""};
+    }
+  }
+  L.key.stride = block_strides(L.key.shape, L.block_stride);
+  L.value.stride = block_strides(L.value.shape, L.block_stride);
+  return {L, ""};
+}
+
+std::string CacheLayout::describe(int64_t elem) const {
+  auto logical = [&](const StridedView& v, const std::vector<int64_t>& i) {
+    // tensor index -> (block, head, token, dim) per format
+    int64_t b = i[0], h, t, d;
+    if (format == CacheFormat::Flash) {
+      t = i[1], h = i[2], d = i[3];
+    } else if (&v == &key || format == CacheFormat::Shuffle) {
+      h = i[1];
+      if (&v == &key) d = i[2] * geo.x + i[4], t = i[3];
+      else t = i[2] * geo.x + i[4], d = i[3];
+    } else {
+      h = i[1], d = i[2], t = i[3];
+    }
+    return fmt::format("block {} (head {}, token {}, dim {})", b, h, t, d);
+  };
+  if (auto i = key.index_of(elem)) return "K page of " + logical(key, *i);
+  if (auto i = value.index_of(elem)) return "V page of " + logical(value, *i);
+  if (elem < 0) return fmt::format("arena margin, {} elements before the storage", -elem);
+  if (elem >= storage_elems) return fmt::format("arena margin, {} elements after the storage", elem - storage_elems + 1);
+  if (scheme == Scheme::Separate && elem >= key.end() && elem < value.offset) return "gap between the K and V allocations";
+  if (elem < key.offset) return "storage before the view's offset";
+  if (scheme == Scheme::Padded) return fmt::format("page padding of block {}", elem / block_stride);
+  return "storage outside both views";
+}
+
+}  // namespace kvh

@@ -1,0 +1,89 @@
+// Cache layouts as data: every K and V cache is a strided view (shape +
+// stride + storage offset, CuTe style) into one storage buffer, built by one of
+// the allocation schemes real serving stacks use (DESIGN.md "How real serving
+// stacks lay these out"). Kernels never see this type; the harness turns it
+// into kvh_tensor views, and the reference indexes it on its own.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvh {
+
+/// Cache formats (element order of one cache), DESIGN.md table:
+///   flash:   K, V [num_blocks, block_size, num_kv_heads, head_size]
+///   pa_v1:   K [num_blocks, num_kv_heads, head_size/x, block_size, x], V [num_blocks, num_kv_heads, head_size, block_size]
+///   shuffle: K as pa_v1, V [num_blocks, num_kv_heads, block_size/x, head_size, x]
+enum class CacheFormat { Flash, PaV1, Shuffle };
+
+/// How the two caches sit in memory:
+///   separate     two allocations (one storage here, with a gap between them)
+///   kv_first     one buffer (2, num_blocks, ...): K = buf[0], V = buf[1]
+///   interleaved  blocks-first (num_blocks, 2, ...): K and V pages of a block adjacent (vLLM hybrid models)
+///   padded       interleaved, with each block's K+V page padded to a larger page size (hybrid page alignment)
+///   packed       one tensor (num_blocks, num_kv_heads, block_size, 2*head_size) split on the last dim (flash only)
+///   offset       kv_first viewed from a non-zero storage offset
+///   large        kv_first with more than 65,535 blocks and element offsets above 2^31
+enum class Scheme { Separate, KvFirst, Interleaved, Padded, Packed, Offset, Large };
+
+const char* to_string(CacheFormat f);
+const char* to_string(Scheme s);
+std::optional<CacheFormat> parse_cache_format(const std::string& s);
+std::optional<Scheme> parse_scheme(const std::string& s);
+const std::vector<Scheme>& all_schemes();
+
+/// A strided view: shape and stride in elements, outermost first, plus the
+/// storage offset of element [0,...,0].
+struct StridedView {
+  std::vector<int64_t> shape, stride;
+  int64_t offset = 0;
+  /// "(1233,64,4,256):(131072,1024,256,1)+0", comparable with torch's size()/stride()/storage_offset().
+  std::string str() const;
+  int64_t numel() const;
+  /// One past the largest storage element the view touches.
+  int64_t end() const;
+  /// The tensor index of storage element `elem`, if the view owns it. Needs a
+  /// view whose dims nest (each stride >= the span of the dims inside it),
+  /// which every layout here has.
+  std::optional<std::vector<int64_t>> index_of(int64_t elem) const;
+};
+
+/// Sizes of one paged cache, in elements or tokens. x = 16 / element bytes.
+struct CacheGeometry {
+  int64_t num_blocks = 0, block_size = 0, num_kv_heads = 0, head_size = 0;
+  int64_t x = 8;
+  int64_t elem_bytes = 2;
+  int64_t page_elems() const { return block_size * num_kv_heads * head_size; }  // one cache's block
+};
+
+/// K and V views of one storage buffer of `storage_elems` elements.
+struct CacheLayout {
+  CacheFormat format;
+  Scheme scheme;
+  CacheGeometry geo;
+  StridedView key, value;
+  int64_t storage_elems = 0;
+  int64_t block_stride = 0;  // storage elements between consecutive blocks of K (same for V)
+  /// Names storage element `elem` for error messages: "K page of block 17
+  /// (head 0, token 3, dim 12)", "page padding of block 4", "gap between the K
+  /// and V allocations", "unused storage".
+  std::string describe(int64_t elem) const;
+};
+
+/// Builds the layout, or returns the reason the combination cannot exist
+/// (e.g. "packed last dim exists only for the flash cache", "head_size 80 is
+/// not a multiple of x = 16"). `padded_page_bytes` is the padded page size of
+/// the padded scheme (0: twice the K+V page), `storage_offset` the offset of
+/// the offset scheme.
+struct LayoutOrReason {
+  std::optional<CacheLayout> layout;
+  std::string reason;
+};
+LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheGeometry& geo,
+                                 int64_t padded_page_bytes = 0, int64_t storage_offset = 0);
+
+/// Tensor shape of a cache in `format` (outermost first).
+std::vector<int64_t> cache_shape(CacheFormat format, bool is_value, const CacheGeometry& geo);
+
+}  // namespace kvh

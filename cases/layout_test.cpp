@@ -1,0 +1,87 @@
+#include "layout.h"
+
+#include <gtest/gtest.h>
+
+namespace kvh {
+namespace {
+
+CacheGeometry geo(int64_t nb, int64_t bs, int64_t nkv, int64_t hd) { return {nb, bs, nkv, hd, 8, 2}; }
+
+// Literal tuples from a public report on vLLM's interleaved hybrid cache:
+// K view (1233, 64, 4, 256) stride (131072, 1024, 256, 1) offset 0, V offset 65536.
+TEST(Layout, BlocksFirstInterleavedFlashMatchesTheRealWorldTuple) {
+  auto r = make_cache_layout(CacheFormat::Flash, Scheme::Interleaved, geo(1233, 64, 4, 256));
+  ASSERT_TRUE(r.layout) << r.reason;
+  EXPECT_EQ(r.layout->key.str(), "(1233,64,4,256):(131072,1024,256,1)+0");
+  EXPECT_EQ(r.layout->value.str(), "(1233,64,4,256):(131072,1024,256,1)+65536");
+}
+
+TEST(Layout, KvFirstShuffleIsTwoContiguousHalves) {
+  auto r = make_cache_layout(CacheFormat::Shuffle, Scheme::KvFirst, geo(10, 16, 2, 128));
+  ASSERT_TRUE(r.layout);
+  const int64_t page = 16 * 2 * 128;
+  EXPECT_EQ(r.layout->key.str(), "(10,2,16,16,8):(4096,2048,128,8,1)+0");
+  EXPECT_EQ(r.layout->value.str(), "(10,2,2,128,8):(4096,2048,1024,8,1)+40960");
+  EXPECT_EQ(r.layout->storage_elems, 2 * 10 * page);
+}
+
+TEST(Layout, PaddedPagesLeavePaddingThatBelongsToNobody) {
+  auto r = make_cache_layout(CacheFormat::PaV1, Scheme::Padded, geo(4, 16, 1, 64), 5000);
+  ASSERT_TRUE(r.layout) << r.reason;
+  const auto& L = *r.layout;
+  EXPECT_EQ(L.block_stride, 2500);
+  EXPECT_EQ(L.value.offset, 1024);
+  EXPECT_EQ(L.describe(2 * 2500 + 2048), "page padding of block 2");
+  EXPECT_EQ(L.describe(2500 + 1024), "V page of block 1 (head 0, token 0, dim 0)");
+  auto small = make_cache_layout(CacheFormat::PaV1, Scheme::Padded, geo(4, 16, 1, 64), 4096);
+  EXPECT_FALSE(small.layout);
+  EXPECT_NE(small.reason.find("does not exceed"), std::string::npos);
+}
+
+TEST(Layout, PackedLastDimSplitsOneTensorIntoKAndV) {
+  auto r = make_cache_layout(CacheFormat::Flash, Scheme::Packed, geo(3, 16, 2, 64));
+  ASSERT_TRUE(r.layout);
+  EXPECT_EQ(r.layout->key.str(), "(3,16,2,64):(4096,128,2048,1)+0");
+  EXPECT_EQ(r.layout->value.str(), "(3,16,2,64):(4096,128,2048,1)+64");
+  auto shuffle = make_cache_layout(CacheFormat::Shuffle, Scheme::Packed, geo(3, 16, 2, 64));
+  EXPECT_FALSE(shuffle.layout);
+}
+
+TEST(Layout, ImpossibleShapesGiveReasonsNotLayouts) {
+  auto hd = make_cache_layout(CacheFormat::Shuffle, Scheme::KvFirst, geo(3, 16, 2, 68));
+  EXPECT_FALSE(hd.layout);
+  EXPECT_NE(hd.reason.find("head_size 68 is not a multiple of x = 8"), std::string::npos);
+  auto bs = make_cache_layout(CacheFormat::Shuffle, Scheme::KvFirst, geo(3, 20, 2, 64));
+  EXPECT_NE(bs.reason.find("block_size 20"), std::string::npos);
+  EXPECT_TRUE(make_cache_layout(CacheFormat::PaV1, Scheme::KvFirst, geo(3, 20, 2, 64)).layout);
+}
+
+TEST(Layout, IndexOfInvertsEveryOwnedElementAndRejectsTheRest) {
+  for (auto s : {Scheme::Separate, Scheme::Interleaved, Scheme::Padded, Scheme::Offset}) {
+    auto r = make_cache_layout(CacheFormat::Shuffle, s, geo(3, 16, 2, 32));
+    ASSERT_TRUE(r.layout) << to_string(s);
+    const auto& v = r.layout->value;
+    int64_t owned = 0;
+    for (int64_t e = -5; e < r.layout->storage_elems + 5; ++e) {
+      auto i = v.index_of(e);
+      if (!i) continue;
+      ++owned;
+      int64_t back = v.offset;
+      for (size_t d = 0; d < i->size(); ++d) back += (*i)[d] * v.stride[d];
+      ASSERT_EQ(back, e);
+    }
+    EXPECT_EQ(owned, v.numel()) << to_string(s);
+  }
+}
+
+TEST(Layout, DescribeNamesMarginsAndGaps) {
+  auto r = make_cache_layout(CacheFormat::Flash, Scheme::Separate, geo(2, 16, 1, 64));
+  const auto& L = *r.layout;
+  EXPECT_EQ(L.describe(-3), "arena margin, 3 elements before the storage");
+  EXPECT_EQ(L.describe(L.storage_elems), "arena margin, 1 elements after the storage");
+  EXPECT_EQ(L.describe(2 * 1024 + 1), "gap between the K and V allocations");
+  EXPECT_EQ(L.describe(1024 + 64 * 3 + 5), "K page of block 1 (head 0, token 3, dim 5)");
+}
+
+}  // namespace
+}  // namespace kvh

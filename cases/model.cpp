@@ -1,0 +1,38 @@
+#include "model.h"
+
+#include <stdexcept>
+
+namespace kvh {
+
+const std::vector<ModelPreset>& model_presets() {
+  // num_attention_heads, num_key_value_heads, head_dim from each model's
+  // public Hugging Face config.json.
+  static const std::vector<ModelPreset> presets{
+      {"Qwen3.5-397B-A17B", 32, 2, 256, true, "Qwen/Qwen3.5-397B-A17B config.json (full-attention layers)"},
+      {"Qwen3-235B-A22B", 64, 4, 128, false, "Qwen/Qwen3-235B-A22B config.json"},
+      {"Qwen3-Next-80B-A3B", 16, 2, 256, true, "Qwen/Qwen3-Next-80B-A3B-Instruct config.json (full-attention layers)"},
+      {"Llama-3.1-8B", 32, 8, 128, false, "meta-llama/Llama-3.1-8B config.json"},
+      {"Llama-3.1-70B", 64, 8, 128, false, "meta-llama/Llama-3.1-70B config.json"},
+      {"gpt-oss-120b", 64, 8, 64, false, "openai/gpt-oss-120b config.json"},
+      {"Phi-3-mini-4k", 32, 32, 96, false, "microsoft/Phi-3-mini-4k-instruct config.json (3072 / 32)"},
+      {"phi-2", 32, 32, 80, false, "microsoft/phi-2 config.json (2560 / 32)"},
+      {"gemma-2-9b", 16, 8, 256, false, "google/gemma-2-9b config.json"},
+  };
+  return presets;
+}
+
+std::optional<ModelPreset> find_preset(const std::string& name) {
+  for (const auto& m : model_presets())
+    if (m.name == name) return m;
+  return std::nullopt;
+}
+
+RankShape per_rank(const ModelPreset& m, int tp) {
+  if (tp < 1) throw std::invalid_argument("tp must be >= 1, got " + std::to_string(tp));
+  if (m.num_heads % tp != 0)
+    throw std::invalid_argument("tp " + std::to_string(tp) + " does not divide num_heads " +
+                                std::to_string(m.num_heads) + " of " + m.name);
+  return {m.num_heads / tp, std::max(1, m.num_kv_heads / tp)};
+}
+
+}  // namespace kvh
