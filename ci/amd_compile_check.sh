@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# AMD compile check, without AMD hardware (DESIGN.md, "AMD compile check").
+#
+# For every kernel source (kernels/*.hip, kernels/fixtures/*.hip):
+#   - Debian's hipcc (clang 15, ROCm 5.2 device libraries linked) compiles it,
+#     host and device, for gfx90a and for gfx940, with
+#     -Rpass-analysis=kernel-resource-usage; the remarks give per-kernel VGPRs,
+#     SGPRs, LDS, scratch and spills (the realistic figures);
+#   - clang++-19 emits gfx942 assembly with -nogpulib --cuda-device-only -S;
+#     every kernel hipcc saw must be in it, and its metadata
+#     (.vgpr_count, ...) is read too (inflated: device-library calls are
+#     external with -nogpulib).
+# Writes OUT/resources.md and OUT/resources.json, prints the table, keeps each
+# compiler's output under OUT/logs/. Exits 1 if any compile fails (its error
+# output is shown) or a kernel is missing from the gfx942 assembly, 2 on bad
+# usage or a missing toolchain.
+#
+# kernels/device.hip (host-side runtime glue, no kernels) is compiled too: it
+# is part of every HIP build, so a HIP-portability break there matters as much
+# as one in a kernel; it simply contributes no rows.
+#
+# Usage: ci/amd_compile_check.sh [--out DIR] [--jobs N] [--no-install] [--src FILE...]
+#        ci/amd_compile_check.sh --install-only
+# Sourcing this file defines kvh_install_amd_toolchain (for ci/bootstrap.sh)
+# and runs nothing.
+
+kvh_amd_toolchain_present() {
+  command -v hipcc >/dev/null 2>&1 && command -v clang++-19 >/dev/null 2>&1 &&
+    command -v python3 >/dev/null 2>&1 && command -v c++filt >/dev/null 2>&1 &&
+    [ -f /usr/include/hip/hip_runtime.h ] &&
+    [ -f /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc ] &&
+    [ -f /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/oclc_isa_version_940.bc ]
+}
+
+# Installs what the check needs, idempotently (Debian bookworm packages):
+#   hipcc            /usr/bin/hipcc 5.2, pulls clang-15, lld-15 and libamdhip64-dev
+#                    (/usr/include/hip), rocminfo
+#   rocm-device-libs ocml/ockl/oclc_* bitcode, gfx90a and gfx940 included (not gfx942)
+#   clang-19         the gfx942-capable compiler
+#   python3, binutils (c++filt) for the report
+kvh_install_amd_toolchain() {
+  if kvh_amd_toolchain_present; then return 0; fi
+  echo "amd_compile_check: installing hipcc, rocm-device-libs, clang-19 (Debian packages)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq >/dev/null || return 1
+  $sudo apt-get install -y -qq --no-install-recommends hipcc rocm-device-libs clang-19 python3 binutils >/dev/null ||
+    return 1
+  kvh_amd_toolchain_present
+}
+
+if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
+  return 0 2>/dev/null  # sourced: only the functions above
+fi
+
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+
+usage() {
+  sed -n '/^# Usage:/,/^# and runs nothing/p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+out="$root/reports/amd-compile"
+jobs="$(nproc 2>/dev/null || echo 2)"
+install=1
+srcs=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out="$2"; shift 2 ;;
+    --out=*) out="${1#--out=}"; shift ;;
+    --jobs) [ $# -ge 2 ] || { usage >&2; exit 2; }; jobs="$2"; shift 2 ;;
+    --no-install) install=0; shift ;;
+    --install-only) kvh_install_amd_toolchain; exit $? ;;
+    --src)
+      shift
+      while [ $# -gt 0 ] && [[ "$1" != --* ]]; do srcs+=("$1"); shift; done
+      ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "amd_compile_check: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+if [ "$install" = 1 ]; then
+  kvh_install_amd_toolchain || { echo "amd_compile_check: toolchain install failed" >&2; exit 2; }
+elif ! kvh_amd_toolchain_present; then
+  echo "amd_compile_check: hipcc / clang++-19 / ROCm device libs missing (run without --no-install)" >&2
+  exit 2
+fi
+
+# Absolute paths before changing directory.
+abs() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
+out="$(abs "$out")"
+for i in "${!srcs[@]}"; do
+  [ -f "${srcs[$i]}" ] || { echo "amd_compile_check: no such file: ${srcs[$i]}" >&2; exit 2; }
+  srcs[$i]="$(abs "${srcs[$i]}")"
+done
+cd "$root"
+if [ ${#srcs[@]} -eq 0 ]; then
+  shopt -s nullglob
+  for f in kernels/*.hip kernels/fixtures/*.hip; do srcs+=("$root/$f"); done
+  shopt -u nullglob
+fi
+[ ${#srcs[@]} -gt 0 ] || { echo "amd_compile_check: no kernel sources found" >&2; exit 2; }
+
+start=$(date +%s.%N)
+logs="$out/logs"
+mkdir -p "$out"
+rm -rf "$logs"
+mkdir -p "$logs"
+
+# Flags shared by both compilers: the project's Release level, the HIP backend.
+common=(-std=c++17 -O3 -DKVH_BACKEND_HIP -I kernels -I kernels/runtime -I include)
+
+# One compile: TARGET SRC TAG. Writes TAG.cmd, TAG.log (stdout+stderr), TAG.rc.
+compile_one() {
+  local target="$1" src="$2" tag="$3"
+  local cmd
+  case "$target" in
+    gfx90a|gfx940)
+      cmd=(hipcc --offload-arch="$target" "${common[@]}" -Rpass-analysis=kernel-resource-usage
+           -c "$src" -o "$tag.o") ;;
+    gfx942)
+      cmd=(clang++-19 -x hip --offload-arch=gfx942 --rocm-path=/usr -nogpulib --cuda-device-only -S
+           "${common[@]}" "$src" -o "$tag.s") ;;
+  esac
+  printf '%q ' "${cmd[@]}" >"$tag.cmd"
+  local rc=0
+  "${cmd[@]}" >"$tag.log" 2>&1 || rc=$?
+  echo "$rc" >"$tag.rc"
+}
+
+manifest="$logs/manifest.tsv"
+: >"$manifest"
+running=0
+for src in "${srcs[@]}"; do
+  rel="${src#"$root"/}"
+  stem="$(printf '%s' "$rel" | sed 's#^/##; s#[/ ]#__#g')"
+  for target in gfx90a gfx940 gfx942; do
+    tag="$logs/$stem.$target"
+    printf '%s\t%s\t%s\n' "$rel" "$target" "$tag" >>"$manifest"
+    compile_one "$target" "$src" "$tag" &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  done
+done
+wait
+
+compile_s=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+python3 "$here/amd_compile_report.py" --manifest "$manifest" --out "$out" --root "$root" --elapsed "$compile_s"
