@@ -1,0 +1,41 @@
+// Guarded arenas: a tensor's whole storage plus a margin before and after, in
+// one host buffer. Every byte no view owns holds a position-dependent
+// sentinel, so a write outside the views changes a byte we can point at.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace kvh {
+
+class GuardedArena {
+ public:
+  /// storage_elems elements of elem_bytes each, with margin_bytes on both sides
+  /// (a multiple of elem_bytes). Filled with the sentinel.
+  GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes);
+  /// Sentinel byte at arena byte `i` (not a constant: catches shifted copies).
+  static uint8_t sentinel(int64_t i) { return uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8)); }
+
+  int64_t margin_bytes() const { return margin_; }
+  int64_t elem_bytes() const { return elem_bytes_; }
+  int64_t storage_elems() const { return storage_elems_; }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  /// Pointer to storage element 0 (after the front margin).
+  uint8_t* storage() { return bytes_.data() + margin_; }
+  const uint8_t* storage() const { return bytes_.data() + margin_; }
+  template <class T> T* storage_as() { return reinterpret_cast<T*>(storage()); }
+  template <class T> const T* storage_as() const { return reinterpret_cast<const T*>(storage()); }
+  /// Element `e` of the storage (e may be negative: inside the front margin).
+  uint16_t elem16(int64_t e) const {
+    uint16_t v;
+    std::memcpy(&v, storage() + e * 2, 2);
+    return v;
+  }
+
+ private:
+  int64_t storage_elems_, elem_bytes_, margin_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace kvh

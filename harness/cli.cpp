@@ -1,0 +1,138 @@
+// The `kvharness` command line: run, list, info.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <set>
+
+#include <fmt/ranges.h>
+
+#include "case_file.h"
+#include "device.h"
+#include "filter.h"
+#include "runner.h"
+
+namespace kvh {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop = true; }
+
+struct Loaded {
+  std::vector<Case> cases;
+  std::vector<std::string> file_of;
+};
+
+// Loads, re-seeds, filters and validates cases. Throws CaseFileError/FilterError.
+Loaded load_cases(const RunOptions& o, const Registry& reg) {
+  Filter filter(o.filter);
+  Loaded out;
+  for (const auto& file : o.case_files) {
+    std::vector<Case> cases = load_case_file(file);
+    std::set<std::string> seen;
+    for (Case& c : cases) {
+      if (o.seed) c.seed = *o.seed;
+      if (!reg.find(c.writer))
+        throw CaseFileError(fmt::format("{}: field 'writers': no kernel named '{}' is registered; known: {}", c.source,
+                                        c.writer, fmt::join(reg.names(), ", ")));
+      if (!filter.matches(c) || !seen.insert(c.id()).second) continue;
+      out.cases.push_back(c);
+      out.file_of.push_back(file);
+    }
+  }
+  return out;
+}
+
+void add_common(CLI::App* cmd, RunOptions& o) {
+  cmd->add_option("case_files", o.case_files, "TOML case files (default: cases/default.toml)");
+  cmd->add_option("--filter,-f", o.filter, "e.g. head_size=256,layout=interleaved|padded,writer!=fixture_*");
+  cmd->add_option("--seed", o.seed, "replace every case file's seeds with this one");
+  cmd->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+}
+
+Registry make_registry(const RunOptions& o) {
+  Registry reg;
+  for (const auto& p : o.providers) reg.load_provider(p);
+  return reg;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  CLI::App app{"kvharness: correctness harness for paged KV-cache write and decode-attention kernels"};
+  app.require_subcommand(1);
+  RunOptions o;
+  auto* run = app.add_subcommand("run", "run cases and write summary.md, results.json, junit.xml");
+  add_common(run, o);
+  run->add_option("--report-dir", o.report_dir, "where the report goes")->capture_default_str();
+  run->add_option("--wave-size", o.wave_size, "cpu backend: lanes per wavefront, 32 or 64")
+      ->check(CLI::IsMember({32, 64}));
+  run->add_flag("--random-order", o.random_order, "cpu backend: run ready fibers in random order");
+  bool no_progress = false;
+  run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
+  auto* list = app.add_subcommand("list", "print the id of every case the files and filter select");
+  add_common(list, o);
+  auto* info = app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
+  info->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  if (o.case_files.empty()) o.case_files = {"cases/default.toml"};
+
+  try {
+    const Registry reg = make_registry(o);
+    if (*info) {
+      const auto i = device::info();
+      fmt::print("backend        {}\ndevice         {}\narch           {}\nwave size      {}\ncompute units  {}\n",
+                 i.backend, i.name, i.arch, i.wave_size, i.compute_units);
+      if (i.memory_bytes) fmt::print("memory         {:.1f} GiB\n", double(i.memory_bytes) / (1ull << 30));
+      fmt::print("\nkernels:\n");
+      for (const auto& n : reg.names()) {
+        const kvh_kernel_desc* d = reg.find(n);
+        fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
+                   cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
+      }
+      return kExitPass;
+    }
+    const Loaded loaded = load_cases(o, reg);
+    if (*list) {
+      for (const auto& c : loaded.cases) fmt::print("{}\n", c.id());
+      return loaded.cases.empty() ? kExitNothingRunnable : kExitPass;
+    }
+    if (loaded.cases.empty()) {
+      fmt::print(stderr, "kvharness: no case matches (files: {}, filter '{}')\n", fmt::join(o.case_files, " "), o.filter);
+      return kExitNothingRunnable;
+    }
+    device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
+    o.progress = !no_progress && isatty(STDERR_FILENO);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, g_stop);
+    int pass = 0, fail = 0, unsup = 0, crash = 0;
+    for (const auto& cr : rep.results) {
+      pass += cr.v.status == Status::Pass;
+      fail += cr.v.status == Status::Fail;
+      unsup += cr.v.status == Status::Unsupported;
+      crash += cr.v.status == Status::Crash;
+    }
+    fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} UNSUPPORTED{}\nreport: {}/summary.md\n", rep.results.size(),
+               pass, fail, crash, unsup, rep.complete ? "" : " (INCOMPLETE)", o.report_dir);
+    return exit_code_for(rep, reg);
+  } catch (const CaseFileError& e) {
+    fmt::print(stderr, "kvharness: {}\n", e.what());
+  } catch (const FilterError& e) {
+    fmt::print(stderr, "kvharness: --filter: {}\n", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kvharness: {}\n", e.what());
+  }
+  return kExitUsage;
+}
+
+}  // namespace kvh

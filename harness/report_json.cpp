@@ -1,0 +1,67 @@
+#include <nlohmann/json.hpp>
+
+#include "report.h"
+
+namespace kvh {
+
+namespace {
+nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json str_or_null(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+}  // namespace
+
+std::string results_json(const RunReport& r) {
+  nlohmann::json j;
+  j["schema"] = "kvharness.results/1";
+  j["backend"] = r.backend;
+  j["device"] = r.device;
+  j["arch"] = r.arch;
+  j["wave_size"] = r.wave_size;
+  j["compute_units"] = r.compute_units;
+  j["started_at"] = r.started_at;
+  j["finished_at"] = str_or_null(r.finished_at);
+  j["complete"] = r.complete;
+  j["case_files"] = r.case_files;
+  j["filter"] = r.filter;
+  auto& cases = j["cases"] = nlohmann::json::array();
+  for (const auto& cr : r.results) {
+    const Case& c = cr.c;
+    const bool write = c.kind == CaseKind::Write;
+    nlohmann::json e;
+    e["id"] = c.id();
+    e["kind"] = to_string(c.kind);
+    e["model"] = c.model;
+    e["tp"] = c.tp;
+    e["layout"] = to_string(c.layout);
+    e["head_size"] = c.head_size;
+    e["num_heads"] = c.num_heads;
+    e["num_kv_heads"] = c.num_kv_heads;
+    e["batch_size"] = c.batch_size;
+    e["block_size"] = c.block_size;
+    e["dtype"] = to_string(c.dtype);
+    e["shuffle"] = c.writer.find("shuffle") != std::string::npos ? 1 : 0;
+    e["variant"] = c.variant();
+    e["writer"] = str_or_null(c.writer);
+    e["reader"] = nullptr;
+    e["router_policy"] = nullptr;
+    e["routed_to"] = nullptr;
+    e["verdict"] = to_string(cr.v.status);
+    e["reason"] = str_or_null(cr.v.reason);
+    e["detail"] = str_or_null(cr.v.detail);
+    e["max_abs_err"] = opt(cr.v.max_abs_err);
+    e["max_rel_err"] = opt(cr.v.max_rel_err);
+    e["kernel_us"] = opt(cr.v.kernel_us);
+    e["bad_elements"] = cr.v.bad_elements;
+    e["seed"] = c.seed;
+    e["data_seed"] = std::to_string(cr.data_seed);  // 64-bit: a string keeps JSON readers exact
+    e["key_layout"] = str_or_null(cr.key_layout);
+    e["value_layout"] = str_or_null(cr.value_layout);
+    e["source"] = c.source;
+    e["repro"] = cr.repro;
+    e["wall_ms"] = cr.wall_ms;
+    (void)write;
+    cases.push_back(std::move(e));
+  }
+  return j.dump(1) + "\n";
+}
+
+}  // namespace kvh

@@ -1,0 +1,138 @@
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "report.h"
+
+namespace kvh {
+
+namespace {
+
+struct Cell {
+  int pass = 0, fail = 0, unsupported = 0, crash = 0;
+  int total() const { return pass + fail + unsupported + crash; }
+  std::string text() const {
+    if (total() == 0) return "—";
+    if (fail + crash) return fmt::format("**FAIL** {}/{}", fail + crash, pass + fail + crash);
+    if (pass) return unsupported ? fmt::format("PASS ({} unsupported)", unsupported) : "PASS";
+    return "UNSUPPORTED";
+  }
+  void add(Status s) {
+    switch (s) {
+      case Status::Pass: ++pass; break;
+      case Status::Fail: ++fail; break;
+      case Status::Unsupported: ++unsupported; break;
+      case Status::Crash: ++crash; break;
+    }
+  }
+};
+
+// Rows and columns in first-seen order, as the case file lists them.
+struct Ordered {
+  std::vector<std::string> items;
+  void add(const std::string& s) {
+    if (std::find(items.begin(), items.end(), s) == items.end()) items.push_back(s);
+  }
+};
+
+void write_matrices(std::string& out, const RunReport& r) {
+  // One matrix per (kind, model, head size): rows = variants, columns = layouts.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const CaseResult*>> groups;
+  for (const auto& cr : r.results) {
+    const std::string key = fmt::format("{} — {} (tp={}, {} heads / {} kv heads per rank), head_size {}",
+                                        to_string(cr.c.kind), cr.c.model, cr.c.tp, cr.c.num_heads,
+                                        cr.c.num_kv_heads, cr.c.head_size);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&cr);
+  }
+  for (const auto& key : order) {
+    Ordered rows, cols;
+    std::map<std::pair<std::string, std::string>, Cell> cells;
+    std::set<std::string> axes;
+    for (const CaseResult* cr : groups[key]) {
+      rows.add(cr->c.variant());
+      cols.add(to_string(cr->c.layout));
+      cells[{cr->c.variant(), to_string(cr->c.layout)}].add(cr->v.status);
+      axes.insert(fmt::format("block_size {}", cr->c.block_size));
+      axes.insert(fmt::format("{} tokens", cr->c.batch_size));
+      axes.insert(to_string(cr->c.dtype));
+    }
+    out += fmt::format("\n### {}\n\n", key);
+    out += "Each cell covers: ";
+    bool first = true;
+    for (const auto& a : axes) out += (first ? "" : ", ") + a, first = false;
+    out += ".\n\n| variant |";
+    for (const auto& c : cols.items) out += " " + c + " |";
+    out += "\n|---|";
+    for (size_t i = 0; i < cols.items.size(); ++i) out += "---|";
+    out += "\n";
+    for (const auto& row : rows.items) {
+      out += "| " + row + " |";
+      for (const auto& c : cols.items) out += " " + cells[{row, c}].text() + " |";
+      out += "\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string summary_markdown(const RunReport& r) {
+  std::string out = "# kvharness run\n\n";
+  Cell all;
+  for (const auto& cr : r.results) all.add(cr.v.status);
+  out += fmt::format("- backend: {} ({}, {}), wave size {}\n", r.backend, r.device, r.arch, r.wave_size);
+  out += fmt::format("- started {}, finished {}{}\n", r.started_at, r.finished_at.empty() ? "—" : r.finished_at,
+                     r.complete ? "" : " — **INCOMPLETE: the run was cut short**");
+  out += fmt::format("- case files: {}{}\n", fmt::join(r.case_files, ", "),
+                     r.filter.empty() ? "" : fmt::format(", filter `{}`", r.filter));
+  out += fmt::format("- {} cases: {} PASS, {} FAIL, {} CRASH, {} UNSUPPORTED\n", all.total(), all.pass, all.fail,
+                     all.crash, all.unsupported);
+  out += "- Kernels named `fixture_*` are known-bad on purpose: their FAILs show the harness sees the bug and do "
+         "not count towards the exit code.\n";
+
+  out += "\n## Matrices\n";
+  write_matrices(out, r);
+
+  out += "\n## Per model\n\n| model | kind | cases | PASS | FAIL | CRASH | UNSUPPORTED |\n|---|---|---|---|---|---|---|\n";
+  std::map<std::pair<std::string, std::string>, Cell> per_model;
+  Ordered models;
+  for (const auto& cr : r.results) {
+    per_model[{cr.c.model, to_string(cr.c.kind)}].add(cr.v.status);
+    models.add(cr.c.model);
+  }
+  for (const auto& m : models.items)
+    for (const char* k : {"write", "attention", "pipeline"}) {
+      auto it = per_model.find({m, k});
+      if (it == per_model.end()) continue;
+      const Cell& c = it->second;
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", m, k, c.total(), c.pass, c.fail, c.crash,
+                         c.unsupported);
+    }
+
+  out += "\n## Failures\n";
+  int n = 0;
+  for (const auto& cr : r.results) {
+    if (cr.v.status != Status::Fail && cr.v.status != Status::Crash) continue;
+    ++n;
+    out += fmt::format("\n### {} `{}`\n\n- verdict: {} ({})\n- {}\n", n, cr.c.id(), to_string(cr.v.status),
+                       cr.v.reason, cr.v.detail);
+    if (cr.v.max_abs_err) out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}\n", *cr.v.max_abs_err,
+                                             cr.v.max_rel_err.value_or(0));
+    if (!cr.key_layout.empty()) out += fmt::format("- K view `{}`, V view `{}`\n", cr.key_layout, cr.value_layout);
+    out += fmt::format("- reproduce: `{}`\n", cr.repro);
+  }
+  if (n == 0) out += "\nNone.\n";
+
+  bool any_unsupported = false;
+  for (const auto& cr : r.results) {
+    if (cr.v.status != Status::Unsupported) continue;
+    if (!any_unsupported) out += "\n## Unsupported\n\n| case | reason |\n|---|---|\n";
+    any_unsupported = true;
+    out += fmt::format("| `{}` | {} |\n", cr.c.id(), cr.v.detail);
+  }
+  return out;
+}
+
+}  // namespace kvh

@@ -1,0 +1,93 @@
+#include "runner.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "device.h"
+#include "write_case.h"
+
+namespace kvh {
+
+namespace {
+
+bool is_fixture(const Registry& reg, const Case& c) {
+  const kvh_kernel_desc* d = reg.find(c.writer);
+  return d && d->fixture;
+}
+
+void draw_progress(size_t done, size_t total, int pass, int fail, int other) {
+  const int width = 30;
+  const int filled = total ? int(double(done) / double(total) * width) : width;
+  std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu  PASS %d  FAIL %d  other %d", filled,
+               "##############################", width - filled, "", done, total, pass, fail, other);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id) {
+  std::string cmd = fmt::format("kvharness run {} --filter 'id={}'", case_file, id);
+  if (o.seed) cmd += fmt::format(" --seed {}", *o.seed);
+  if (o.wave_size) cmd += fmt::format(" --wave-size {}", o.wave_size);
+  if (o.random_order) cmd += " --random-order";
+  for (const auto& p : o.providers) cmd += " --provider " + p;
+  return cmd;
+}
+
+RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
+                    const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop) {
+  RunReport rep;
+  const device::Info info = device::info();
+  rep.backend = info.backend;
+  rep.device = info.name;
+  rep.arch = info.arch;
+  rep.wave_size = info.wave_size;
+  rep.compute_units = info.compute_units;
+  rep.started_at = utc_now();
+  rep.case_files = o.case_files;
+  rep.filter = o.filter;
+  int pass = 0, fail = 0, other = 0;
+  auto last_flush = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < cases.size() && !stop.load(); ++i) {
+    const Case& c = cases[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    CaseResult cr;
+    try {
+      cr = run_write_case(c, registry);
+    } catch (const std::exception& e) {
+      cr.c = c;
+      cr.v.status = Status::Crash;
+      cr.v.reason = reason::kCrash;
+      cr.v.detail = fmt::format("the harness caught an exception: {}", e.what());
+    }
+    cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    cr.repro = repro_command(o, case_file_of[i], c.id());
+    (cr.v.status == Status::Pass ? pass : cr.v.status == Status::Fail ? fail : other)++;
+    rep.results.push_back(std::move(cr));
+    if (o.progress) draw_progress(i + 1, cases.size(), pass, fail, other);
+    // Keep a partial report on disk: a fault that kills the process loses nothing already computed.
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_flush).count() > o.flush_seconds) {
+      write_report_files(rep, o.report_dir);
+      last_flush = std::chrono::steady_clock::now();
+    }
+  }
+  rep.complete = rep.results.size() == cases.size();
+  rep.finished_at = utc_now();
+  write_report_files(rep, o.report_dir);
+  return rep;
+}
+
+int exit_code_for(const RunReport& r, const Registry& registry) {
+  bool any_pass = false, any_fail = false;
+  for (const auto& cr : r.results) {
+    if (cr.v.status == Status::Pass) any_pass = true;
+    if ((cr.v.status == Status::Fail || cr.v.status == Status::Crash) && !is_fixture(registry, cr.c)) any_fail = true;
+  }
+  if (any_fail || !r.complete) return kExitFail;
+  return any_pass ? kExitPass : kExitNothingRunnable;
+}
+
+}  // namespace kvh

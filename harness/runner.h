@@ -1,0 +1,42 @@
+// Runs a list of cases, keeps the report on disk as it goes, and maps the
+// outcome to an exit code that suits `git bisect run`.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "registry.h"
+#include "report.h"
+
+namespace kvh {
+
+/// Exit codes (DESIGN.md "CLI"): 0 all pass, 1 any failure, 125 nothing runnable, 2 usage or input error.
+enum ExitCode { kExitPass = 0, kExitFail = 1, kExitUsage = 2, kExitNothingRunnable = 125 };
+
+struct RunOptions {
+  std::vector<std::string> case_files;
+  std::string filter;
+  std::string report_dir = "reports/latest";
+  std::optional<uint64_t> seed;      // replaces every case file's seeds
+  int wave_size = 0;                 // 0: the backend's default
+  bool random_order = false;         // cpu backend: random fiber order
+  bool progress = false;             // draw a progress bar on stderr
+  std::vector<std::string> providers;
+  double flush_seconds = 2.0;        // how often the partial report is rewritten
+};
+
+/// The command line that re-runs case `id` alone under `o`.
+std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id);
+
+/// Runs `cases` (which came from o.case_files) and writes the report. A case
+/// that throws becomes CRASH and the run goes on; `stop` set from outside
+/// (SIGINT) ends the run after the current case with complete = false.
+RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
+                    const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop);
+
+/// 1 if a non-fixture case FAILed or CRASHed, 125 if none PASSed, else 0.
+int exit_code_for(const RunReport& r, const Registry& registry);
+
+}  // namespace kvh

@@ -1,0 +1,47 @@
+// What a case comes to: the contract's verdicts and reason classes
+// (DESIGN.md "Contract that scripts and CI rely on").
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "case.h"
+
+namespace kvh {
+
+enum class Status { Pass, Fail, Unsupported, Crash };
+const char* to_string(Status s);
+
+/// Reason classes for non-PASS verdicts, as results.json spells them.
+namespace reason {
+inline constexpr const char* kMismatch = "mismatch";
+inline constexpr const char* kOutOfView = "out_of_view_write";
+inline constexpr const char* kUnwritten = "unwritten_output";
+inline constexpr const char* kNanOrInf = "nan_or_inf";
+inline constexpr const char* kMisroute = "misroute";
+inline constexpr const char* kUnsupported = "unsupported_config";
+inline constexpr const char* kLaunchError = "launch_error";
+inline constexpr const char* kCrash = "crash";
+inline constexpr const char* kTimeout = "timeout";
+}  // namespace reason
+
+struct Verdict {
+  Status status = Status::Pass;
+  std::string reason;              // empty for PASS
+  std::string detail;              // one paragraph a human can act on
+  std::optional<double> max_abs_err, max_rel_err;
+  std::optional<double> kernel_us;
+  int64_t bad_elements = 0;
+};
+
+/// One case after it ran.
+struct CaseResult {
+  Case c;
+  Verdict v;
+  uint64_t data_seed = 0;          // seed of the random inputs
+  std::string key_layout, value_layout;  // "(shape):(stride)+offset"
+  std::string repro;               // command line that re-runs this case alone
+  double wall_ms = 0;
+};
+
+}  // namespace kvh

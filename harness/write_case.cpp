@@ -1,0 +1,177 @@
+#include "write_case.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <unordered_map>
+
+#include "arena.h"
+#include "cache_writer.h"
+#include "device.h"
+#include "values.h"
+#include "views.h"
+#include "write_check.h"
+
+namespace kvh {
+
+namespace {
+
+kvh_dtype to_kvh(DType d) { return d == DType::F16 ? KVH_DT_F16 : KVH_DT_BF16; }
+
+// Cheap random "old token" bits: finite, non-zero, magnitudes 2^-5..2^5.
+uint16_t old_token_bits(DType d, uint64_t r) {
+  if (d == DType::F16) return uint16_t((r & 0x8000u) | (((r >> 16) % 11 + 10) << 10) | ((r >> 32) & 0x3ffu));
+  return uint16_t((r & 0x8000u) | (((r >> 16) % 11 + 122) << 7) | ((r >> 32) & 0x7fu));
+}
+
+std::vector<int64_t> make_slots(const Case& c, int64_t num_blocks, std::mt19937_64& rng) {
+  const int64_t n = c.batch_size;
+  const bool large = c.layout == Scheme::Large;
+  // Large suite: slots in the top blocks only, where ids exceed 65,535 and offsets 2^31.
+  // Block 0 is never used: vLLM reserves it as the null block, and a writer
+  // that gets the block base wrong is still right at block 0.
+  const int64_t first = large ? std::max<int64_t>(1, num_blocks - (n + c.block_size - 1) / c.block_size * 2 - 2) : 1;
+  const int64_t nslots = (num_blocks - first) * c.block_size;
+  std::vector<int64_t> all(static_cast<size_t>(nslots));
+  std::iota(all.begin(), all.end(), first * c.block_size);
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<int64_t> slots(all.begin(), all.begin() + n);
+  for (int64_t i = 0; i < n; ++i)
+    if (i % 8 == 3) slots[size_t(i)] = -1;  // padding tokens: write nothing
+  return slots;
+}
+
+}  // namespace
+
+int64_t write_case_num_blocks(const Case& c, int64_t page_elems) {
+  const int64_t needed = (c.batch_size + c.block_size - 1) / c.block_size;
+  if (c.layout != Scheme::Large) return 2 * needed + 3;
+  const int64_t past_2g = ((int64_t(1) << 31) + 2 * page_elems - 1) / (2 * page_elems) + 2 * needed + 2;
+  return std::max<int64_t>(65536 + 2 * needed + 2, past_2g);
+}
+
+CaseResult run_write_case(const Case& c, const Registry& registry) {
+  CaseResult r;
+  r.c = c;
+  r.data_seed = hash_seed(c.id(), c.seed);
+  auto unsupported = [&](std::string why) {
+    r.v.status = Status::Unsupported;
+    r.v.reason = reason::kUnsupported;
+    r.v.detail = std::move(why);
+    return r;
+  };
+  const kvh_kernel_desc* w = registry.find(c.writer);
+  if (!w) return unsupported("no kernel named '" + c.writer + "' is registered");
+  if (w->role != KVH_ROLE_WRITER || !w->write) return unsupported("kernel '" + c.writer + "' is not a cache writer");
+
+  CacheGeometry g{0, c.block_size, c.num_kv_heads, c.head_size, 8, 2};
+  g.num_blocks = write_case_num_blocks(c, g.page_elems());
+  const CacheFormat format = CacheFormat(w->cache_format);
+  auto made = make_cache_layout(format, c.layout, g, c.padded_page_bytes);
+  if (!made.layout) return unsupported(made.reason);
+  const CacheLayout& L = *made.layout;
+  r.key_layout = L.key.str();
+  r.value_layout = L.value.str();
+
+  std::mt19937_64 rng(r.data_seed);
+  const int64_t T = c.batch_size, H = c.num_kv_heads, D = c.head_size;
+  const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
+
+  // The cache: sentinels everywhere, old tokens in every owned element.
+  GuardedArena expected(L.storage_elems, 2, margin);
+  uint16_t* st = expected.storage_as<uint16_t>();
+  uint64_t s = rng() | 1;
+  auto fill_old = [&](int64_t off) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    st[off] = old_token_bits(c.dtype, s);
+  };
+  for_each_offset(L.key, fill_old);
+  for_each_offset(L.value, fill_old);
+
+  // Inputs: logical K/V placed into a fused QKV buffer [T, (heads + 2*kv_heads) * D].
+  const auto key = random16(c.dtype, size_t(T * H * D), rng);
+  const auto value = random16(c.dtype, size_t(T * H * D), rng);
+  const int64_t row = (c.num_heads + 2 * H) * D;
+  std::vector<uint16_t> qkv = random16(c.dtype, size_t(std::max<int64_t>(T * row, 1)), rng);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < H * D; ++i) {
+      qkv[size_t(t * row + c.num_heads * D + i)] = key[size_t(t * H * D + i)];
+      qkv[size_t(t * row + (c.num_heads + H) * D + i)] = value[size_t(t * H * D + i)];
+    }
+  const auto slots = make_slots(c, g.num_blocks, rng);
+
+  try {
+    device::Buffer d_cache(expected.bytes().size());
+    d_cache.upload(expected.bytes().data(), expected.bytes().size());
+    device::Buffer d_qkv(qkv.size() * 2), d_slots(std::max<size_t>(slots.size(), 1) * 8);
+    d_qkv.upload(qkv.data(), qkv.size() * 2);
+    if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
+
+    // The reference writes, remembering what each written element held.
+    std::vector<std::pair<int64_t, uint16_t>> olds;
+    olds.reserve(slots.size() * size_t(2 * H * D));
+    for (int64_t slot : slots) {
+      if (slot < 0) continue;
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t d = 0; d < D; ++d)
+          for (bool v : {false, true}) {
+            const int64_t off = reference::cache_offset(L, v, slot / g.block_size, h, slot % g.block_size, d);
+            olds.emplace_back(off, st[off]);
+          }
+    }
+    reference::write_cache(L, key, value, slots, st);
+    std::unordered_map<int64_t, uint16_t> old_map;  // built only if the check asks
+    auto old_value = [&](int64_t off) -> std::optional<uint16_t> {
+      if (old_map.empty()) old_map.insert(olds.begin(), olds.end());
+      auto it = old_map.find(off);
+      if (it == old_map.end()) return std::nullopt;
+      return it->second;
+    };
+
+    kvh_write_args a{};
+    const kvh_dtype dt = to_kvh(c.dtype);
+    uint8_t* cache_base = static_cast<uint8_t*>(d_cache.get()) + margin;
+    a.key_cache = to_tensor(L.key, cache_base, 2, dt);
+    a.value_cache = to_tensor(L.value, cache_base, 2, dt);
+    StridedView kin{{T, H, D}, {row, D, 1}, c.num_heads * D};
+    StridedView vin{{T, H, D}, {row, D, 1}, (c.num_heads + H) * D};
+    a.key = to_tensor(kin, d_qkv.get(), 2, dt);
+    a.value = to_tensor(vin, d_qkv.get(), 2, dt);
+    a.slot_mapping = contiguous_tensor(d_slots.get(), {T}, KVH_DT_I64);
+    a.block_size = c.block_size;
+
+    const int rc = w->write(&a, nullptr);
+    if (rc != 0) {
+      r.v.status = Status::Fail;
+      r.v.reason = reason::kLaunchError;
+      r.v.detail = fmt::format("{} returned {}", c.writer, device::error_text(rc));
+      return r;
+    }
+    device::synchronize();
+
+    GuardedArena actual(L.storage_elems, 2, margin);
+    d_cache.download(actual.bytes().data(), actual.bytes().size());
+    r.v = check_write(L, c.dtype, old_value, expected, actual);
+
+    // The inputs are read-only: a writer that scribbles on them is out of view too.
+    std::vector<uint16_t> qkv_after(qkv.size());
+    std::vector<int64_t> slots_after(slots.size());
+    d_qkv.download(qkv_after.data(), qkv.size() * 2);
+    if (!slots.empty()) d_slots.download(slots_after.data(), slots.size() * 8);
+    if (r.v.status == Status::Pass && (qkv_after != qkv || slots_after != slots)) {
+      r.v.status = Status::Fail;
+      r.v.reason = reason::kOutOfView;
+      r.v.detail = qkv_after != qkv ? "the writer modified its key/value input (fused QKV buffer)"
+                                    : "the writer modified slot_mapping";
+    }
+  } catch (const device::Error& e) {
+    r.v.status = Status::Crash;
+    r.v.reason = reason::kCrash;
+    r.v.detail = e.what();
+  }
+  return r;
+}
+
+}  // namespace kvh

@@ -1,0 +1,73 @@
+// PLANTED BUGS for the harness's own tests, never registered in the builtin
+// provider: each one breaks exactly one rule a cache writer must keep, so a
+// test can show that the check for that rule fails. Flash (NHD) cache.
+#include "../writer_common.h"
+
+namespace kvh::kernels {
+namespace {
+
+enum PlantedWriterBug : int {
+  kIgnoresNegativeSlot = 1,  // writes padding tokens (slot -1) too
+  kWritesOnePast = 2,        // also writes the element just after its slot's last one
+  kSwapsKV = 3,              // K into the V cache and V into the K cache
+  kSkipsLastToken = 4,       // never writes the last token
+};
+
+__global__ void planted_writer_kernel(const uint16_t* key, const uint16_t* value, uint16_t* key_cache,
+                                      uint16_t* value_cache, const int64_t* slot_mapping, Strides5 ks, Strides5 vs,
+                                      Strides5 kcs, Strides5 vcs, int64_t block_size, int64_t num_kv_heads,
+                                      int64_t head_size, int bug) {
+  const int64_t token = blockIdx.x;
+  if (bug == kSkipsLastToken && token == int64_t(gridDim.x) - 1) return;
+  const int64_t slot = slot_mapping[token];
+  if (slot < 0 && bug != kIgnoresNegativeSlot) return;
+  const int64_t block = slot / block_size, offset = slot % block_size;
+  uint16_t* kc = bug == kSwapsKV ? value_cache : key_cache;
+  uint16_t* vc = bug == kSwapsKV ? key_cache : value_cache;
+  for (int64_t i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
+    const int64_t h = i / head_size, d = i % head_size;
+    const int64_t ko = block * kcs.s[0] + offset * kcs.s[1] + h * kcs.s[2] + d * kcs.s[3];
+    const int64_t vo = block * vcs.s[0] + offset * vcs.s[1] + h * vcs.s[2] + d * vcs.s[3];
+    kc[ko] = key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
+    vc[vo] = value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
+    if (bug == kWritesOnePast && i == num_kv_heads * head_size - 1) vc[vo + 1] = vc[vo];
+  }
+}
+
+int launch_planted(const kvh_write_args* a, void* stream, int bug) {
+  if (hipError_t e = check_write_args(*a, KVH_CACHE_NHD); e != hipSuccess) return e;
+  const int64_t num_tokens = a->key.shape[0];
+  if (num_tokens == 0) return hipSuccess;
+  hipLaunchKernelGGL(planted_writer_kernel, dim3(unsigned(num_tokens)),
+                     dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
+                     (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (uint16_t*)a->key_cache.data,
+                     (uint16_t*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
+                     strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
+                     a->key.shape[1], a->key.shape[2], bug);
+  return hipGetLastError();
+}
+
+int ignores_negative_slot(const kvh_write_args* a, void* s) { return launch_planted(a, s, kIgnoresNegativeSlot); }
+int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a, s, kWritesOnePast); }
+int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
+int skips_last_token(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSkipsLastToken); }
+
+constexpr kvh_kernel_desc planted(const char* name, const char* description, kvh_write_fn fn) {
+  return kvh_kernel_desc{KVH_ABI_VERSION, name, description, KVH_ROLE_WRITER, KVH_CACHE_NHD, 1, fn, nullptr, nullptr,
+                         nullptr, 0, {}};
+}
+
+const kvh_kernel_desc kPlanted[] = {
+    planted("planted_ignores_negative_slot", "PLANTED: writes padding tokens (slot < 0)", ignores_negative_slot),
+    planted("planted_writes_one_past", "PLANTED: writes one element past its slot", writes_one_past),
+    planted("planted_swaps_kv", "PLANTED: swaps the K and V caches", swaps_kv),
+    planted("planted_skips_last_token", "PLANTED: never writes the last token", skips_last_token),
+};
+
+}  // namespace
+}  // namespace kvh::kernels
+
+extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count) {
+  *count = int32_t(sizeof(kvh::kernels::kPlanted) / sizeof(kvh::kernels::kPlanted[0]));
+  return kvh::kernels::kPlanted;
+}
