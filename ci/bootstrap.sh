@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what kvharness needs to build and test on a fresh Debian 12
+# machine. Idempotent: packages already present are left alone.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libgtest-dev libgmock-dev        # GoogleTest 1.12
+  libeigen3-dev                    # Eigen 3.4: references
+  libfmt-dev                       # fmt 9, used header-only
+  libcli11-dev                     # CLI11 2.1
+  libtomlplusplus-dev              # toml++ 3.3: case files
+  nlohmann-json3-dev               # nlohmann-json 3.11: reports
+  libboost-fiber-dev libboost-context-dev  # Boost.Fiber 1.74: the cpu backend's SIMT runtime
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "bootstrap: all packages present"
+fi

@@ -1,0 +1,123 @@
+// Write cases end to end on the cpu backend: the correct writers pass every
+// layout, the contiguous-assumption fixture fails exactly where the block
+// stride differs from the contiguous one, and each planted bug is caught.
+#include "write_case.h"
+
+#include <gtest/gtest.h>
+
+#include "device.h"
+
+extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count);
+
+namespace kvh {
+namespace {
+
+Registry registry_with_planted() {
+  Registry r;
+  int32_t n = 0;
+  const kvh_kernel_desc* d = kvh_planted_writers(&n);
+  for (int32_t i = 0; i < n; ++i) r.add(d[i], "planted");
+  return r;
+}
+
+Case write_case(const std::string& writer, Scheme layout, int64_t head_size = 128, int64_t tokens = 64,
+                int64_t block_size = 16) {
+  Case c;
+  c.model = "test";
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_size = head_size;
+  c.layout = layout;
+  c.block_size = block_size;
+  c.batch_size = tokens;
+  c.writer = writer;
+  c.seed = 7;
+  return c;
+}
+
+const Scheme kLayouts[] = {Scheme::Separate, Scheme::KvFirst, Scheme::Interleaved,
+                           Scheme::Padded,   Scheme::Packed,  Scheme::Offset};
+
+TEST(WriteCase, StrideAwareWritersPassEveryLayoutTheirFormatHas) {
+  Registry reg;
+  for (const char* w : {"reshape_and_cache_flash", "reshape_and_cache", "reshape_and_cache_shuffle"})
+    for (Scheme s : kLayouts)
+      for (DType dt : {DType::F16, DType::BF16}) {
+        Case c = write_case(w, s);
+        c.dtype = dt;
+        CaseResult r = run_write_case(c, reg);
+        const bool packed_only_flash = s == Scheme::Packed && std::string(w) != "reshape_and_cache_flash";
+        EXPECT_EQ(r.v.status, packed_only_flash ? Status::Unsupported : Status::Pass)
+            << c.id() << ": " << r.v.reason << " " << r.v.detail;
+      }
+}
+
+TEST(WriteCase, ContiguousFixtureFailsExactlyWhereTheBlockStrideDiffers) {
+  Registry reg;
+  for (Scheme s : {Scheme::Separate, Scheme::KvFirst, Scheme::Offset})
+    EXPECT_EQ(run_write_case(write_case("fixture_shuffle_contiguous", s), reg).v.status, Status::Pass) << to_string(s);
+  for (Scheme s : {Scheme::Interleaved, Scheme::Padded}) {
+    CaseResult r = run_write_case(write_case("fixture_shuffle_contiguous", s), reg);
+    EXPECT_EQ(r.v.status, Status::Fail) << to_string(s);
+    EXPECT_GT(r.v.bad_elements, 0);
+  }
+  // Even with four tokens the fixture cannot hide in block 0 (the null block is never used).
+  EXPECT_EQ(run_write_case(write_case("fixture_shuffle_contiguous", Scheme::Interleaved, 128, 4, 544), reg).v.status,
+            Status::Fail);
+}
+
+TEST(WriteCase, PlantedWriterThatIgnoresNegativeSlotsIsCaught) {
+  Registry reg = registry_with_planted();
+  CaseResult r = run_write_case(write_case("planted_ignores_negative_slot", Scheme::KvFirst), reg);
+  EXPECT_EQ(r.v.status, Status::Fail);
+  EXPECT_EQ(r.v.reason, "out_of_view_write") << r.v.detail;  // slot -1: token -1 of block 0, before the K view
+  r = run_write_case(write_case("planted_ignores_negative_slot", Scheme::Interleaved), reg);
+  EXPECT_EQ(r.v.status, Status::Fail) << r.v.detail;
+}
+
+TEST(WriteCase, PlantedWriterThatWritesOnePastItsSlotIsCaught) {
+  Registry reg = registry_with_planted();
+  for (Scheme s : kLayouts) {
+    CaseResult r = run_write_case(write_case("planted_writes_one_past", s), reg);
+    EXPECT_EQ(r.v.status, Status::Fail) << to_string(s);
+    EXPECT_TRUE(r.v.reason == "mismatch" || r.v.reason == "out_of_view_write") << r.v.reason;
+  }
+}
+
+TEST(WriteCase, PlantedWriterThatSwapsKAndVIsAMismatch) {
+  Registry reg = registry_with_planted();
+  CaseResult r = run_write_case(write_case("planted_swaps_kv", Scheme::Separate), reg);
+  EXPECT_EQ(r.v.status, Status::Fail);
+  EXPECT_EQ(r.v.reason, "mismatch");
+  EXPECT_NE(r.v.detail.find("page of block"), std::string::npos) << r.v.detail;
+}
+
+TEST(WriteCase, PlantedWriterThatSkipsATokenLeavesUnwrittenOutput) {
+  Registry reg = registry_with_planted();
+  CaseResult r = run_write_case(write_case("planted_skips_last_token", Scheme::KvFirst), reg);
+  EXPECT_EQ(r.v.status, Status::Fail);
+  EXPECT_EQ(r.v.reason, "unwritten_output") << r.v.detail;
+  EXPECT_EQ(r.v.bad_elements, 2 * 2 * 128);  // one token: K and V, 2 kv heads x 128
+}
+
+TEST(WriteCase, ImpossibleShapesAreUnsupportedWithTheirReason) {
+  Registry reg;
+  CaseResult r = run_write_case(write_case("reshape_and_cache_shuffle", Scheme::KvFirst, 128, 8, 20), reg);
+  EXPECT_EQ(r.v.status, Status::Unsupported);
+  EXPECT_NE(r.v.detail.find("block_size 20 is not a multiple of x = 8"), std::string::npos) << r.v.detail;
+  r = run_write_case(write_case("no_such_writer", Scheme::KvFirst), reg);
+  EXPECT_EQ(r.v.status, Status::Unsupported);
+}
+
+TEST(WriteCase, WavefrontSizeDoesNotChangeAnyVerdict) {
+  Registry reg;
+  for (int wave : {32, 64}) {
+    device::configure_host(wave, true, 3);
+    for (Scheme s : {Scheme::Interleaved, Scheme::Padded})
+      EXPECT_EQ(run_write_case(write_case("reshape_and_cache_shuffle", s, 256, 33, 32), reg).v.status, Status::Pass);
+  }
+  device::configure_host(64, false, 1);
+}
+
+}  // namespace
+}  // namespace kvh
