@@ -24,6 +24,7 @@ __global__ void reshape_and_cache_flash_kernel(const uint16_t* __restrict__ key,
         value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
   }
 }
+KVH_DECLARE_BARRIER_FREE(reshape_and_cache_flash_kernel);
 
 }  // namespace
 }  // namespace kvh::kernels

@@ -26,6 +26,7 @@ __global__ void reshape_and_cache_shuffle_kernel(const uint16_t* __restrict__ ke
         value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
   }
 }
+KVH_DECLARE_BARRIER_FREE(reshape_and_cache_shuffle_kernel);
 
 }  // namespace
 }  // namespace kvh::kernels

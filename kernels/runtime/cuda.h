@@ -38,6 +38,7 @@
   kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
 
 #define KVH_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#define KVH_DECLARE_BARRIER_FREE(kernel) static_assert(true, "")
 #ifndef HIP_KERNEL_NAME
 #define HIP_KERNEL_NAME(...) __VA_ARGS__
 #endif

@@ -67,10 +67,18 @@ struct Config {
 Config& config();
 int warp_size();
 
-/// Launches `body` over grid x block. Returns hipErrorInvalidConfiguration for
+/// Kernels declared barrier-free (KVH_DECLARE_BARRIER_FREE) run their
+/// threads as plain calls instead of fibers: the documented fast path for
+/// kernels without __syncthreads or warp primitives. Such a kernel that calls
+/// one anyway fails its launch with hipErrorLaunchFailure naming the kernel.
+void declare_barrier_free(const void* kernel, const char* name);
+const char* barrier_free_name(const void* kernel);
+
+/// Launches `body` over grid x block; barrier_free_kernel names a declared kernel (null: fibers). Returns hipErrorInvalidConfiguration for
 /// an empty grid, more than 1024 threads a block or more than 64 KiB of dynamic
 /// shared memory; hipErrorLaunchFailure if the body threw (message in last_error_text()).
-hipError_t launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body);
+hipError_t launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body,
+                  const char* barrier_free_kernel = nullptr);
 const char* last_error_text();
 
 void sync_threads();
@@ -130,9 +138,17 @@ template <class... P, class... A>
 hipError_t launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t shmem, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
   std::tuple<std::decay_t<P>...> bound(std::forward<A>(args)...);
-  return launch(grid, block, shmem, [kernel, &bound]() { std::apply(kernel, bound); });
+  return launch(grid, block, shmem, [kernel, &bound]() { std::apply(kernel, bound); },
+                barrier_free_name(reinterpret_cast<const void*>(kernel)));
 }
 }  // namespace kvh::host
+
+/// Declares, after its definition, that `kernel` uses no barrier and no warp
+/// primitive (nothing on the GPU backends).
+#define KVH_DECLARE_BARRIER_FREE(kernel)                                                     \
+  static const bool kvh_barrier_free_##kernel = (::kvh::host::declare_barrier_free(       \
+                                                     reinterpret_cast<const void*>(&kernel), #kernel), \
+                                                 true)
 
 #define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \
   ::kvh::host::set_last_error(::kvh::host::launch_kernel(kernel, dim3(grid), dim3(block), (shmem), ##__VA_ARGS__))

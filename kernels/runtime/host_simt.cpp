@@ -8,7 +8,9 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <memory>
+#include <stdexcept>
 #include <mutex>
 #include <random>
 #include <string>
@@ -78,6 +80,7 @@ struct BlockContext {
   std::vector<std::unique_ptr<boost::fibers::barrier>> warp_barriers;
   std::vector<uint64_t> warp_scratch;
   std::vector<unsigned char> dynamic_shared;
+  const char* barrier_free_kernel = nullptr;  // set: threads run as plain calls
 };
 
 Config& config() {
@@ -95,8 +98,32 @@ int warp_size() { return config().wave_size; }
 void set_last_error(hipError_t e) { t_last_error = e; }
 const char* last_error_text() { return g_error_text.c_str(); }
 
+namespace {
+std::mutex g_barrier_free_mutex;
+std::map<const void*, std::string>& barrier_free_kernels() {
+  static std::map<const void*, std::string> m;
+  return m;
+}
+[[noreturn]] void barrier_in_barrier_free(const char* what) {
+  throw std::logic_error(std::string("kernel ") + g_current->block->barrier_free_kernel +
+                         " is declared barrier-free but called " + what);
+}
+}  // namespace
+
+void declare_barrier_free(const void* kernel, const char* name) {
+  std::lock_guard<std::mutex> lk(g_barrier_free_mutex);
+  barrier_free_kernels()[kernel] = name;
+}
+
+const char* barrier_free_name(const void* kernel) {
+  std::lock_guard<std::mutex> lk(g_barrier_free_mutex);
+  auto it = barrier_free_kernels().find(kernel);
+  return it == barrier_free_kernels().end() ? nullptr : it->second.c_str();
+}
+
 void sync_threads() {
   ThreadState* me = g_current;
+  if (me->block->barrier_free_kernel) barrier_in_barrier_free("__syncthreads");
   me->block->block_barrier.wait();
   g_current = me;  // another fiber ran meanwhile and moved g_current
 }
@@ -105,6 +132,7 @@ void* dynamic_shared() { return g_current->block->dynamic_shared.data(); }
 
 uint64_t warp_exchange(uint64_t value, int src_lane) {
   ThreadState* me = g_current;
+  if (me->block->barrier_free_kernel) barrier_in_barrier_free("a warp shuffle");
   BlockContext* b = me->block;
   unsigned ws = unsigned(config().wave_size);
   unsigned warp = me->linear_tid / ws;
@@ -122,6 +150,39 @@ uint64_t warp_exchange(uint64_t value, int src_lane) {
 namespace {
 
 // Runs blocks first, first+step, ... of one launch on the calling thread.
+// Barrier-free kernels: each block's threads are plain calls, in order.
+void run_blocks_plain(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body,
+                      std::atomic<unsigned long>& next_block, std::exception_ptr& error, std::mutex& error_mutex,
+                      const char* kernel_name) {
+  const unsigned nthreads = block.x * block.y * block.z;
+  const unsigned long nblocks = (unsigned long)grid.x * grid.y * grid.z;
+  BlockContext ctx(1, config().wave_size);
+  ctx.dynamic_shared.assign(shared_bytes, 0);
+  ctx.barrier_free_kernel = kernel_name;
+  ThreadState st{};
+  st.block_dim = block;
+  st.grid_dim = grid;
+  st.block = &ctx;
+  g_current = &st;
+  try {
+    for (;;) {
+      const unsigned long b = next_block.fetch_add(1);
+      if (b >= nblocks) break;
+      st.block_idx = dim3(unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
+                          unsigned(b / ((unsigned long)grid.x * grid.y)));
+      for (unsigned t = 0; t < nthreads; ++t) {
+        st.thread_idx = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+        st.linear_tid = t;
+        body();
+      }
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(error_mutex);
+    if (!error) error = std::current_exception();
+  }
+  g_current = nullptr;
+}
+
 void run_blocks(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body,
                 std::atomic<unsigned long>& next_block, std::exception_ptr& error, std::mutex& error_mutex,
                 uint64_t seed) {
@@ -241,7 +302,8 @@ class WorkerPool {
 
 }  // namespace
 
-hipError_t launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body) {
+hipError_t launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body,
+                  const char* barrier_free_kernel) {
   const Config& cfg = config();
   auto fail = [](hipError_t e, std::string text) {
     std::lock_guard<std::mutex> lk(g_error_mutex);
@@ -268,7 +330,10 @@ hipError_t launch(dim3 grid, dim3 block, size_t shared_bytes, const std::functio
   static std::atomic<uint64_t> launch_count{0};
   uint64_t seed = cfg.seed * 0x9E3779B97F4A7C15ull + launch_count.fetch_add(1);
   WorkerPool::get().run(nworkers, [&](int id) {
-    run_blocks(grid, block, shared_bytes, body, next_block, error, error_mutex, seed + uint64_t(id));
+    if (barrier_free_kernel)
+      run_blocks_plain(grid, block, shared_bytes, body, next_block, error, error_mutex, barrier_free_kernel);
+    else
+      run_blocks(grid, block, shared_bytes, body, next_block, error, error_mutex, seed + uint64_t(id));
   });
   if (error) {
     try {

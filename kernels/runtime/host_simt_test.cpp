@@ -191,3 +191,34 @@ TEST(HostSimt, AKernelThatThrowsIsALaunchFailureWithItsMessage) {
 }
 
 }  // namespace
+
+namespace {
+
+__global__ void plain_copy_kernel(int* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = int(blockIdx.x * 7 + threadIdx.x); }
+KVH_DECLARE_BARRIER_FREE(plain_copy_kernel);
+
+__global__ void lying_kernel(int* out) {
+  out[threadIdx.x] = 1;
+  __syncthreads();
+}
+KVH_DECLARE_BARRIER_FREE(lying_kernel);
+
+TEST(HostSimt, BarrierFreeKernelsRunAsPlainCallsWithTheSameResult) {
+  EXPECT_STREQ(kvh::host::barrier_free_name(reinterpret_cast<const void*>(&plain_copy_kernel)), "plain_copy_kernel");
+  std::vector<int> out(300 * 64, -1);
+  hipLaunchKernelGGL(plain_copy_kernel, dim3(300), dim3(64), 0, nullptr, out.data());
+  ASSERT_EQ(hipGetLastError(), hipSuccess);
+  for (int b = 0; b < 300; ++b)
+    for (int t = 0; t < 64; ++t) ASSERT_EQ(out[b * 64 + t], b * 7 + t);
+}
+
+TEST(HostSimt, ABarrierInAKernelDeclaredBarrierFreeIsALaunchFailure) {
+  std::vector<int> out(64, 0);
+  hipLaunchKernelGGL(lying_kernel, dim3(1), dim3(64), 0, nullptr, out.data());
+  EXPECT_EQ(hipGetLastError(), hipErrorLaunchFailure);
+  EXPECT_NE(std::string(kvh::host::last_error_text()).find("lying_kernel is declared barrier-free but called __syncthreads"),
+            std::string::npos)
+      << kvh::host::last_error_text();
+}
+
+}  // namespace

@@ -33,6 +33,7 @@ __global__ void planted_writer_kernel(const uint16_t* key, const uint16_t* value
     if (bug == kWritesOnePast && i == num_kv_heads * head_size - 1) vc[vo + 1] = vc[vo];
   }
 }
+KVH_DECLARE_BARRIER_FREE(planted_writer_kernel);
 
 int launch_planted(const kvh_write_args* a, void* stream, int bug) {
   if (hipError_t e = check_write_args(*a, KVH_CACHE_NHD); e != hipSuccess) return e;
