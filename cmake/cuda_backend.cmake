@@ -9,6 +9,7 @@
 #     here, before find_package, as header-only targets, so a CMakeLists that
 #     links them needs no change);
 #   - GoogleTest from Debian is static (libgtest.a), so tests stay enabled.
+# nvcc also gets --expt-relaxed-constexpr (HIP's rule for constexpr functions).
 # Included from the root CMakeLists.txt before any find_package. At the end
 # of the configure step every EXECUTABLE target of the whole tree, wherever
 # it was added, gets kvh_cuda_self_contained(); target kvh_check_self_contained
@@ -29,6 +30,10 @@ endif()
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
+# HIP-clang (and clang for CUDA) treat constexpr functions as __host__
+# __device__; nvcc only does with this flag. Without it a plain constexpr
+# helper used in a kernel (kernels/block_reduce.h) builds for rocm and cpu only.
+add_compile_options($<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
 # Test binaries are built here and may run on the GPU machine: list their
 # tests when ctest runs, not at build time.
 set(CMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE PRE_TEST)
