@@ -15,9 +15,31 @@ const char* to_string(CaseKind k) {
 
 const char* to_string(DType d) { return d == DType::F16 ? "fp16" : "bf16"; }
 
+namespace {
+std::string kernels_of(const Case& c) {
+  if (c.kind == CaseKind::Write) return c.writer;
+  const std::string w = c.kind == CaseKind::Attention ? "reference" : c.writer;
+  const std::string r = c.router_policy.empty()
+                            ? c.reader
+                            : fmt::format("router={}@{}", c.router_policy, c.target.empty() ? "device" : c.target);
+  return w + "+" + r;
+}
+}  // namespace
+
 std::string Case::id() const {
-  return fmt::format("{}/{}/tp{}/hd{}/{}/bs{}/{}/n{}/{}/s{}", to_string(kind), model, tp, head_size, to_string(layout),
-                     block_size, to_string(dtype), batch_size, writer, seed);
+  const std::string ctx =
+      kind == CaseKind::Write ? "" : fmt::format("ctx{}-{}/", context_len_min, context_len_max);
+  const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
+  return fmt::format("{}/{}/tp{}/hd{}/{}/bs{}/{}/n{}/{}{}{}/s{}", to_string(kind), model, tp, head_size,
+                     to_string(layout), block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp, seed);
+}
+
+std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }
+
+int Case::shuffle() const {
+  if (!router_policy.empty()) return 1;  // both routed readers read the shuffled V layout
+  const std::string& k = kind == CaseKind::Write || reader.empty() ? writer : reader;
+  return k.find("shuffle") != std::string::npos || k == "paged_attention_rocm" || k == "pa_fwd_asm" ? 1 : 0;
 }
 
 }  // namespace kvh

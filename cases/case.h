@@ -26,13 +26,23 @@ struct Case {
   DType dtype = DType::F16;
   int64_t batch_size = 0;         // write: num_tokens; attention/pipeline: num_seqs
   std::string writer;             // write, pipeline
+  // attention and pipeline only:
+  std::string reader;             // the reader, when no router picks it
+  std::string router_policy;      // e.g. "aiter-v0.1.12": the router picks the reader
+  std::string target;             // compute units for routing: a named target, or "" for the device's
+  int high_precision = 1;         // router input, 0..2
+  int64_t context_len_min = 0, context_len_max = 0;  // per-sequence lengths drawn from this range
+  std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
   uint64_t seed = 1;
   std::string source;             // "file:line" of the table that made it
 
-  /// Stable across runs: kind/model/tp/head_size/layout/block_size/dtype/batch/kernel/seed.
+  /// Stable across runs, "/"-separated: kind/model/tp/head_size/layout/block_size/dtype/batch/
+  /// [context range/]kernels/seed, where kernels is the writer, or writer+reader or writer+router.
   std::string id() const;
-  /// Row name in the matrix.
-  std::string variant() const { return writer; }
+  /// Row name in the matrix: variant_name if given, else the kernels.
+  std::string variant() const;
+  /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.
+  int shuffle() const;
 };
 
 }  // namespace kvh

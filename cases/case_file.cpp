@@ -82,6 +82,13 @@ int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int6
   return v;
 }
 
+std::string string_field(const Ctx& c, const toml::table& t, const std::string& key, const std::string& dflt) {
+  const toml::node* n = t.get(key);
+  if (!n) return dflt;
+  if (!n->is_string()) c.fail(*n, key, "expected a string, got " + type_name(*n));
+  return *n->value<std::string>();
+}
+
 void only_keys(const Ctx& c, const toml::table& t, const std::string& table, const std::set<std::string>& keys) {
   for (const auto& [k, v] : t)
     if (!keys.count(std::string(k.str())))
@@ -148,6 +155,113 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
   }
 }
 
+// One row of an [[attention]] or [[pipeline]] table: which kernels run.
+struct Variant {
+  std::string name, writer, reader, router;
+};
+
+std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind kind) {
+  std::vector<Variant> out;
+  const std::string table = to_string(kind);
+  if (const toml::node* n = t.get("variants")) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables() || arr->empty())
+      c.fail(*n, "variants", "expected [[" + table + ".variants]] tables");
+    for (const auto& e : *arr) {
+      const toml::table& v = *e.as_table();
+      only_keys(c, v, table + ".variants", {"name", "writer", "reader", "router"});
+      Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
+                string_field(c, v, "router", "")};
+      if (x.reader.empty() == x.router.empty())
+        c.fail(v, "reader", "a variant names exactly one of 'reader' or 'router'");
+      if (kind == CaseKind::Pipeline && x.writer.empty()) c.fail(v, "writer", "a pipeline variant needs a writer");
+      if (kind == CaseKind::Attention && !x.writer.empty())
+        c.fail(v, "writer", "attention variants use the reference writer; use [[pipeline]] to test a writer");
+      out.push_back(x);
+    }
+    return out;
+  }
+  for (const auto& r : strings(c, t, "readers", false)) out.push_back({"", "", r, ""});
+  for (const auto& r : strings(c, t, "routers", false)) out.push_back({"", "", "", r});
+  if (kind == CaseKind::Pipeline) {
+    const auto writers = strings(c, t, "writers", true);
+    std::vector<Variant> crossed;
+    for (const auto& w : writers)
+      for (auto v : out) crossed.push_back({"", w, v.reader, v.router});
+    out = crossed;
+  }
+  if (out.empty()) c.fail(t, "variants", "expected [[" + table + ".variants]], or 'readers' / 'routers'");
+  return out;
+}
+
+void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,
+                   const std::vector<int64_t>& seeds, std::vector<Case>& out) {
+  const std::string table = to_string(kind);
+  only_keys(c, t, table,
+            {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
+             "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes"});
+  std::vector<std::string> model_names;
+  for (auto& [n, _] : models) model_names.push_back(n);
+  const auto names = strings(c, t, "models", true, model_names);
+  const int tp = int(integer(c, t, "tp", 1, 1));
+  const auto layouts = strings(c, t, "layouts", true, scheme_names());
+  const auto head_sizes = integers(c, t, "head_sizes", false, 1);
+  const auto batch_sizes = integers(c, t, "batch_sizes", true, 1);
+  const auto ctx = integers(c, t, "context_lens", true, 1);
+  if (ctx.size() != 2 || ctx[0] > ctx[1])
+    c.fail(*t.get("context_lens"), "context_lens", "expected [min, max] with min <= max");
+  const auto block_sizes = integers(c, t, "block_sizes", true, 1);
+  const auto dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
+  const std::string target = string_field(c, t, "target", "");
+  const int hp = int(integer(c, t, "high_precision", 1, 0));
+  if (hp > 2) c.fail(*t.get("high_precision"), "high_precision", "expected 0, 1 or 2");
+  const int64_t padded = integer(c, t, "padded_page_bytes", 0, 0);
+  const auto variants = variants_of(c, t, kind);
+  const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
+  for (const auto& name : names) {
+    const ModelPreset& m = models.at(name);
+    RankShape r{};
+    try {
+      r = per_rank(m, tp);
+    } catch (const std::invalid_argument& e) {
+      c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp", e.what());
+    }
+    const std::vector<int64_t> hs = head_sizes.empty() ? std::vector<int64_t>{m.head_size} : head_sizes;
+    for (int64_t hd : hs)
+      for (const auto& layout : layouts)
+        for (int64_t bs : block_sizes)
+          for (const auto& dt : dtypes)
+            for (const auto& v : variants)
+              for (int64_t n : batch_sizes)
+                for (int64_t seed : seeds) {
+                  Case k;
+                  k.kind = kind;
+                  k.model = m.name;
+                  k.tp = tp;
+                  k.hybrid = m.hybrid;
+                  k.num_heads = r.num_heads;
+                  k.num_kv_heads = r.num_kv_heads;
+                  k.head_size = hd;
+                  k.layout = *parse_scheme(layout);
+                  k.block_size = bs;
+                  k.padded_page_bytes = padded;
+                  k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
+                  k.batch_size = n;
+                  k.writer = v.writer;
+                  k.reader = v.reader;
+                  k.router_policy = v.router;
+                  k.target = v.router.empty() ? "" : target;
+                  k.high_precision = hp;
+                  k.context_len_min = ctx[0];
+                  k.context_len_max = ctx[1];
+                  k.variant_name = v.name;
+                  k.seed = uint64_t(seed);
+                  k.source = where;
+                  out.push_back(std::move(k));
+                }
+  }
+}
+
 }  // namespace
 
 std::vector<Case> parse_case_text(const std::string& text, const std::string& name) {
@@ -159,7 +273,7 @@ std::vector<Case> parse_case_text(const std::string& text, const std::string& na
     throw CaseFileError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
                                     e.description()));
   }
-  only_keys(c, root, "top level", {"seeds", "model", "write"});
+  only_keys(c, root, "top level", {"seeds", "model", "write", "attention", "pipeline"});
   std::vector<int64_t> seeds = integers(c, root, "seeds", false, 0);
   if (seeds.empty()) seeds = {1};
 
@@ -192,6 +306,14 @@ std::vector<Case> parse_case_text(const std::string& text, const std::string& na
     const toml::array* arr = n->as_array();
     if (!arr || !arr->is_array_of_tables()) c.fail(*n, "write", "expected [[write]] tables");
     for (const auto& e : *arr) expand_write(c, *e.as_table(), models, seeds, cases);
+  }
+  for (CaseKind kind : {CaseKind::Attention, CaseKind::Pipeline}) {
+    const toml::node* n = root.get(to_string(kind));
+    if (!n) continue;
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      c.fail(*n, to_string(kind), fmt::format("expected [[{}]] tables", to_string(kind)));
+    for (const auto& e : *arr) expand_decode(c, *e.as_table(), kind, models, seeds, cases);
   }
   return cases;
 }

@@ -12,7 +12,8 @@ namespace kvh {
 const std::vector<std::string>& Filter::keys() {
   static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
                                           "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
-                                          "writer",    "variant",    "seed",  "shuffle"};
+                                          "writer",    "variant",    "seed",  "shuffle",
+                                          "reader",    "router_policy", "target"};
   return k;
 }
 
@@ -31,7 +32,10 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "writer") return c.writer;
   if (key == "variant") return c.variant();
   if (key == "seed") return std::to_string(c.seed);
-  if (key == "shuffle") return c.writer.find("shuffle") != std::string::npos ? "1" : "0";
+  if (key == "shuffle") return std::to_string(c.shuffle());
+  if (key == "reader") return c.reader;
+  if (key == "router_policy") return c.router_policy;
+  if (key == "target") return c.target;
   return "";
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "arena.h"
+#include "cache_setup.h"
 #include "cache_writer.h"
 #include "device.h"
 #include "values.h"
@@ -17,14 +18,6 @@
 namespace kvh {
 
 namespace {
-
-kvh_dtype to_kvh(DType d) { return d == DType::F16 ? KVH_DT_F16 : KVH_DT_BF16; }
-
-// Cheap random "old token" bits: finite, non-zero, magnitudes 2^-5..2^5.
-uint16_t old_token_bits(DType d, uint64_t r) {
-  if (d == DType::F16) return uint16_t((r & 0x8000u) | (((r >> 16) % 11 + 10) << 10) | ((r >> 32) & 0x3ffu));
-  return uint16_t((r & 0x8000u) | (((r >> 16) % 11 + 122) << 7) | ((r >> 32) & 0x7fu));
-}
 
 std::vector<int64_t> make_slots(const Case& c, int64_t num_blocks, std::mt19937_64& rng) {
   const int64_t n = c.batch_size;
@@ -82,31 +75,19 @@ CaseResult run_write_case(const Case& c, const Registry& registry) {
   // The cache: sentinels everywhere, old tokens in every owned element.
   GuardedArena expected(L.storage_elems, 2, margin);
   uint16_t* st = expected.storage_as<uint16_t>();
-  uint64_t s = rng() | 1;
-  auto fill_old = [&](int64_t off) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    st[off] = old_token_bits(c.dtype, s);
-  };
-  for_each_offset(L.key, fill_old);
-  for_each_offset(L.value, fill_old);
+  fill_old_tokens(L, expected, c.dtype, rng());
 
-  // Inputs: logical K/V placed into a fused QKV buffer [T, (heads + 2*kv_heads) * D].
+  // Inputs: logical K/V placed into a fused QKV buffer.
   const auto key = random16(c.dtype, size_t(T * H * D), rng);
   const auto value = random16(c.dtype, size_t(T * H * D), rng);
-  const int64_t row = (c.num_heads + 2 * H) * D;
-  std::vector<uint16_t> qkv = random16(c.dtype, size_t(std::max<int64_t>(T * row, 1)), rng);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < H * D; ++i) {
-      qkv[size_t(t * row + c.num_heads * D + i)] = key[size_t(t * H * D + i)];
-      qkv[size_t(t * row + (c.num_heads + H) * D + i)] = value[size_t(t * H * D + i)];
-    }
+  const FusedQkv qkv = make_fused_qkv(T, c.num_heads, H, D, key, value, c.dtype, rng);
   const auto slots = make_slots(c, g.num_blocks, rng);
 
   try {
     device::Buffer d_cache(expected.bytes().size());
     d_cache.upload(expected.bytes().data(), expected.bytes().size());
-    device::Buffer d_qkv(qkv.size() * 2), d_slots(std::max<size_t>(slots.size(), 1) * 8);
-    d_qkv.upload(qkv.data(), qkv.size() * 2);
+    device::Buffer d_qkv(qkv.buf.size() * 2), d_slots(std::max<size_t>(slots.size(), 1) * 8);
+    d_qkv.upload(qkv.buf.data(), qkv.buf.size() * 2);
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
 
     // The reference writes, remembering what each written element held.
@@ -130,19 +111,8 @@ CaseResult run_write_case(const Case& c, const Registry& registry) {
       return it->second;
     };
 
-    kvh_write_args a{};
-    const kvh_dtype dt = to_kvh(c.dtype);
-    uint8_t* cache_base = static_cast<uint8_t*>(d_cache.get()) + margin;
-    a.key_cache = to_tensor(L.key, cache_base, 2, dt);
-    a.value_cache = to_tensor(L.value, cache_base, 2, dt);
-    StridedView kin{{T, H, D}, {row, D, 1}, c.num_heads * D};
-    StridedView vin{{T, H, D}, {row, D, 1}, (c.num_heads + H) * D};
-    a.key = to_tensor(kin, d_qkv.get(), 2, dt);
-    a.value = to_tensor(vin, d_qkv.get(), 2, dt);
-    a.slot_mapping = contiguous_tensor(d_slots.get(), {T}, KVH_DT_I64);
-    a.block_size = c.block_size;
-
-    const int rc = w->write(&a, nullptr);
+    const int rc = launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(),
+                                 T, c.dtype);
     if (rc != 0) {
       r.v.status = Status::Fail;
       r.v.reason = reason::kLaunchError;
@@ -156,14 +126,14 @@ CaseResult run_write_case(const Case& c, const Registry& registry) {
     r.v = check_write(L, c.dtype, old_value, expected, actual);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
-    std::vector<uint16_t> qkv_after(qkv.size());
+    std::vector<uint16_t> qkv_after(qkv.buf.size());
     std::vector<int64_t> slots_after(slots.size());
-    d_qkv.download(qkv_after.data(), qkv.size() * 2);
+    d_qkv.download(qkv_after.data(), qkv.buf.size() * 2);
     if (!slots.empty()) d_slots.download(slots_after.data(), slots.size() * 8);
-    if (r.v.status == Status::Pass && (qkv_after != qkv || slots_after != slots)) {
+    if (r.v.status == Status::Pass && (qkv_after != qkv.buf || slots_after != slots)) {
       r.v.status = Status::Fail;
       r.v.reason = reason::kOutOfView;
-      r.v.detail = qkv_after != qkv ? "the writer modified its key/value input (fused QKV buffer)"
+      r.v.detail = qkv_after != qkv.buf ? "the writer modified its key/value input (fused QKV buffer)"
                                     : "the writer modified slot_mapping";
     }
   } catch (const device::Error& e) {
