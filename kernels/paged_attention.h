@@ -1,0 +1,295 @@
+// Paged decode attention with split-K partitions: one query token per
+// sequence; K in the x-split layout, V in pa_v1 or shuffle layout (one source,
+// templated on the V layout and the element type). Included by
+// paged_attention.hip (the readers) and testing/planted_readers.hip (known-bad
+// variants built from the same code through the Variant policy).
+//
+// Design
+//   Kernel 1, grid (max_partitions, num_kv_heads * head_chunks, num_seqs),
+//   kPaThreads threads: block (p, kv*head_chunks + c, s) handles tokens
+//   [p*partition_size, (p+1)*partition_size) of sequence s for up to
+//   kMaxGroupHeads query heads of kv head kv's GQA group (chunk c), so each
+//   K/V element is loaded once for all of them:
+//     1. q of those heads -> shared (float), coalesced along head_size;
+//     2. logits: one thread per token, looping over the head_size/x chunks;
+//        adjacent threads read adjacent x-vectors of the x-split K (coalesced);
+//     3. softmax numerators: each head gets a group of L lanes inside one warp
+//        (L = power of two <= min(warpSize, threads / heads)); the lanes stride
+//        the tokens, then max and exp-sum by shuffles over the group;
+//     4. P.V: threads = groups x lanes; a lane owns dims lane, lane+lanes, ...
+//        of every head, a group every groups-th token; groups add up in shared.
+//   A sequence with one partition writes `out` directly (normalised); with
+//   more, each (head, partition) writes max, exp-sum and its normalised
+//   partial output to the workspace and kernel 2 combines them.
+//   Kernel 2 (reduce), grid (num_heads, num_seqs), kPaThreads threads: global
+//   max M over the partitions, weights w_p = exp_sum_p * exp(max_p - M) in
+//   shared memory, out = sum_p w_p * partial_p / sum_p w_p, coalesced along
+//   head_size (every thread scans the np maxima and weights: broadcast reads).
+//
+// Workspace (float32), three arrays back to back, index i = (s*num_heads + h)*max_partitions + p:
+//   max_logits [num_seqs, num_heads, max_partitions]
+//   exp_sums   [num_seqs, num_heads, max_partitions]
+//   tmp_out    [num_seqs, num_heads, max_partitions, head_size]
+// max_partitions = ceil(max_context_len / partition_size); none when it is 1.
+#pragma once
+#include <stdint.h>
+
+#include "attention_args.h"
+#include "warp_reduce.h"
+
+namespace kvh::kernels {
+
+/// Threads per block of both kernels (2 wavefronts of 64, 4 warps of 32).
+constexpr int kPaThreads = 128;
+/// Dims of the output one thread accumulates in P.V: ceil(256 / min(128, head_size)).
+constexpr int kPaMaxDimsPerThread = int((kMaxHeadSize + kPaThreads - 1) / kPaThreads);
+/// Query heads of one GQA group one block handles (larger groups take several blocks).
+constexpr int kMaxGroupHeads = 8;
+constexpr int32_t kDefaultPartitionSize = 256;
+/// Logits [kMaxGroupHeads, partition_size] live in shared memory: at most
+/// 32.1 KiB in all at 512 tokens and head_size 256 (under CUDA's 48 KiB default).
+constexpr int32_t kMaxPartitionSize = 512;
+constexpr int64_t kMaxPartitions = 8192;     // weights of a sequence live in shared memory
+
+/// The correct rules; the planted readers substitute one of them.
+struct CorrectVariant {
+  /// Partitions of a sequence of `context_len` tokens.
+  static KVH_HD int num_partitions(int context_len, int partition_size) {
+    return (context_len + partition_size - 1) / partition_size;
+  }
+  /// GQA (vLLM, aiter): query head h reads kv head h / (num_heads / num_kv_heads),
+  /// so the j-th query head of kv head kv's group is kv * group + j.
+  static KVH_HD int query_head(int kv, int j, int num_heads, int num_kv_heads) {
+    return kv * (num_heads / num_kv_heads) + j;
+  }
+  /// The max the reduce rescales every partition against.
+  static KVH_HD float reduce_reference_max(float global_max, float /*last_partition_max*/) { return global_max; }
+};
+
+/// Split-K state: partition size and the workspace arrays (see top of file).
+struct SplitK {
+  int32_t partition_size, max_partitions;
+  float *max_logits, *exp_sums, *tmp_out;
+};
+
+__device__ inline int32_t clamp_context_len(const AttentionParams& a, int s) {
+  const int32_t n = a.context_lens[s * a.cl_s];
+  return n < a.max_context_len ? n : a.max_context_len;  // never read past block_tables
+}
+
+/// Query heads in GQA-group chunk `chunk` (the last chunk of a group may be short).
+KVH_HD inline int chunk_heads(int group, int chunk) {
+  return group - chunk * kMaxGroupHeads < kMaxGroupHeads ? group - chunk * kMaxGroupHeads : kMaxGroupHeads;
+}
+
+/// Shared floats kernel 1 needs for `nh` heads: the carve-up at the top of its body.
+KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partition_size) {
+  const int lanes = kPaThreads < head_size ? kPaThreads : head_size;
+  return int64_t(nh) * (head_size + partition_size + 2 + (kPaThreads / lanes) * head_size);
+}
+
+template <class T, int kVFormat, class Variant>
+__global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(AttentionParams a, SplitK sk) {
+  const int p = int(blockIdx.x), s = int(blockIdx.z);
+  const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size, P = sk.partition_size;
+  const int group = a.num_heads / a.num_kv_heads, chunks = (group + kMaxGroupHeads - 1) / kMaxGroupHeads;
+  const int kv = int(blockIdx.y) / chunks, chunk = int(blockIdx.y) % chunks, nh = chunk_heads(group, chunk);
+  auto head = [&](int j) { return Variant::query_head(kv, chunk * kMaxGroupHeads + j, a.num_heads, a.num_kv_heads); };
+  auto out_row = [&](int j) { return static_cast<T*>(a.out) + s * a.out_s[0] + head(j) * a.out_s[1]; };
+  const int ctx = clamp_context_len(a, s);
+  if (ctx <= 0) {  // outside the contract (context_lens >= 1); still write every element
+    if (p == 0)
+      for (int i = tid; i < nh * hs; i += nt) out_row(i / hs)[(i % hs) * a.out_s[2]] = from_float<T>(0.f);
+    return;
+  }
+  int np = Variant::num_partitions(ctx, P);
+  np = np < sk.max_partitions ? np : sk.max_partitions;
+  if (p >= np) return;  // uniform over the block, before any barrier
+  const int t0 = p * P;
+  const int n = ctx - t0 < P ? ctx - t0 : P;
+
+  // shared: q [nh, hs] | logits [nh, P] | max [nh] | sum [nh] | P.V partials [groups, nh, hs]
+  KVH_DYNAMIC_SHARED(float, smem);
+  float* q_s = smem;
+  float* logits = q_s + nh * hs;
+  float* head_max = logits + nh * P;
+  float* head_sum = head_max + nh;
+  float* acc_s = head_sum + nh;
+
+  for (int i = tid; i < nh * hs; i += nt) {
+    const T* q = static_cast<const T*>(a.query) + s * a.q_s[0] + head(i / hs) * a.q_s[1];
+    q_s[i] = to_float(q[(i % hs) * a.q_s[2]]);
+  }
+  __syncthreads();
+
+  constexpr int x = 16 / sizeof(T);  // key_cache.shape[4], checked
+  const T* kc = static_cast<const T*>(a.key_cache);
+  const T* vc = static_cast<const T*>(a.value_cache);
+  const int32_t* bt = a.block_tables + s * a.bt_s[0];
+  for (int i = tid; i < n; i += nt) {
+    const int64_t t = t0 + i;
+    const T* k = kc + k_token_offset(a.k_s, bt[(t / a.block_size) * a.bt_s[1]], kv, t % a.block_size);
+    float dot[kMaxGroupHeads] = {};
+    for (int c = 0; c < hs / x; ++c)
+      for (int e = 0; e < x; ++e) {
+        const float kval = to_float(k[c * a.k_s[2] + e * a.k_s[4]]);
+        for (int j = 0; j < kMaxGroupHeads; ++j)
+          if (j < nh) dot[j] += q_s[j * hs + c * x + e] * kval;
+      }
+    for (int j = 0; j < kMaxGroupHeads; ++j)  // constant bounds keep dot[] in registers
+      if (j < nh) logits[j * P + i] = a.scale * dot[j];
+  }
+  __syncthreads();
+
+  // Softmax numerators in place: head j gets lanes [j*L, (j+1)*L) of the block.
+  {
+    const int L = floor_pow2(nt / nh < warpSize ? nt / nh : warpSize);
+    const int j = tid / L, lane_h = tid % L;
+    float* l = logits + (j < nh ? j : 0) * P;
+    float m = -INFINITY;
+    if (j < nh)
+      for (int i = lane_h; i < n; i += L) m = fmaxf(m, l[i]);
+    m = group_reduce(m, L, MaxOp{});  // every lane takes part in the shuffles
+    float sum = 0.f;
+    if (j < nh)
+      for (int i = lane_h; i < n; i += L) {
+        l[i] = expf(l[i] - m);
+        sum += l[i];
+      }
+    sum = group_reduce(sum, L, SumOp{});
+    if (j < nh && lane_h == 0) head_max[j] = m, head_sum[j] = sum;
+  }
+  __syncthreads();
+
+  const int lanes = nt < hs ? nt : hs, groups = nt / lanes, g = tid / lanes, lane = tid % lanes;
+  if (g < groups) {
+    float acc[kMaxGroupHeads][kPaMaxDimsPerThread] = {};
+    const int64_t dim_stride = VLayout<kVFormat>::dim_stride(a.v_s);
+    for (int i = g; i < n; i += groups) {
+      const int64_t t = t0 + i;
+      const T* v = vc + VLayout<kVFormat>::token_offset(a.v_s, x, bt[(t / a.block_size) * a.bt_s[1]], kv, t % a.block_size);
+      for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
+        const int d = lane + k * lanes;
+        if (d >= hs) break;
+        const float vval = to_float(v[d * dim_stride]);
+        for (int j = 0; j < kMaxGroupHeads; ++j)
+          if (j < nh) acc[j][k] += logits[j * P + i] * vval;
+      }
+    }
+    for (int k = 0; k < kPaMaxDimsPerThread; ++k)
+      for (int j = 0; j < kMaxGroupHeads; ++j)
+        if (j < nh && lane + k * lanes < hs) acc_s[(g * nh + j) * hs + lane + k * lanes] = acc[j][k];
+  }
+  __syncthreads();
+
+  for (int i = tid; i < nh * hs; i += nt) {
+    const int j = i / hs, d = i % hs;
+    float r = 0.f;
+    for (int gg = 0; gg < groups; ++gg) r += acc_s[(gg * nh + j) * hs + d];
+    r /= head_sum[j];
+    if (np == 1)
+      out_row(j)[d * a.out_s[2]] = from_float<T>(r);
+    else
+      sk.tmp_out[((int64_t(s) * a.num_heads + head(j)) * sk.max_partitions + p) * hs + d] = r;
+  }
+  if (np > 1 && tid < nh) {
+    const int64_t wi = (int64_t(s) * a.num_heads + head(tid)) * sk.max_partitions + p;
+    sk.max_logits[wi] = head_max[tid];
+    sk.exp_sums[wi] = head_sum[tid];
+  }
+}
+
+template <class T, class Variant>
+__global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(AttentionParams a, SplitK sk) {
+  const int h = int(blockIdx.x), s = int(blockIdx.y);
+  const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size;
+  const int ctx = clamp_context_len(a, s);
+  if (ctx <= 0) return;
+  int np = Variant::num_partitions(ctx, sk.partition_size);
+  np = np < sk.max_partitions ? np : sk.max_partitions;
+  if (np <= 1) return;  // kernel 1 wrote out directly
+
+  // shared: weights [max_partitions]
+  KVH_DYNAMIC_SHARED(float, smem);
+  float* w_s = smem;
+  const int64_t base = (int64_t(s) * a.num_heads + h) * sk.max_partitions;
+
+  float global_max = -INFINITY;
+  for (int p = 0; p < np; ++p) global_max = fmaxf(global_max, sk.max_logits[base + p]);
+  const float ref = Variant::reduce_reference_max(global_max, sk.max_logits[base + np - 1]);
+  for (int p = tid; p < np; p += nt) w_s[p] = sk.exp_sums[base + p] * expf(sk.max_logits[base + p] - ref);
+  __syncthreads();
+  float total = 0.f;
+  for (int p = 0; p < np; ++p) total += w_s[p];
+  const float inv_total = 1.f / total;
+
+  T* out = static_cast<T*>(a.out) + s * a.out_s[0] + h * a.out_s[1];
+  for (int d = tid; d < hs; d += nt) {
+    float r = 0.f;
+    for (int p = 0; p < np; ++p) r += w_s[p] * sk.tmp_out[(base + p) * hs + d];
+    out[d * a.out_s[2]] = from_float<T>(r * inv_total);
+  }
+}
+
+/// Partition size in tokens that a launch with these args uses (0 = default 256).
+inline int32_t resolved_partition_size(const kvh_attention_args& a) {
+  return a.partition_size == 0 ? kDefaultPartitionSize : a.partition_size;
+}
+
+/// Workspace bytes the split-K launch needs for `a`: 0 when every sequence fits
+/// one partition (max_context_len <= partition_size) or the args are invalid,
+/// else 4 * num_seqs * num_heads * max_partitions * (2 + head_size).
+inline uint64_t paged_attention_workspace_bytes(const kvh_attention_args& a) {
+  const int64_t ps = resolved_partition_size(a);
+  if (ps < 1 || a.query.ndim != 3 || a.max_context_len < 1) return 0;
+  const int64_t np = (int64_t(a.max_context_len) + ps - 1) / ps;
+  if (np <= 1) return 0;
+  return uint64_t(4) * uint64_t(a.query.shape[0] * a.query.shape[1] * np * (2 + a.query.shape[2]));
+}
+
+template <class T, int kVFormat, class Variant>
+hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& sk, int64_t num_seqs,
+                                        hipStream_t stream) {
+  const int group = p.num_heads / p.num_kv_heads, chunks = (group + kMaxGroupHeads - 1) / kMaxGroupHeads;
+  const size_t shared1 = sizeof(float) * size_t(partition_shared_floats(chunk_heads(group, 0), p.head_size, sk.partition_size));
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, kVFormat, Variant>),
+                     dim3(unsigned(sk.max_partitions), unsigned(p.num_kv_heads * chunks), unsigned(num_seqs)),
+                     dim3(kPaThreads), shared1, stream, p, sk);
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return e;
+  if (sk.max_partitions <= 1) return hipSuccess;
+  const size_t shared2 = sizeof(float) * size_t(sk.max_partitions);
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_reduce_kernel<T, Variant>),
+                     dim3(unsigned(p.num_heads), unsigned(num_seqs)), dim3(kPaThreads), shared2, stream, p, sk);
+  return hipGetLastError();
+}
+
+/// Validates `a` (check_attention_args, plus: partition_size in [0, 512],
+/// at most 8192 partitions, a workspace of paged_attention_workspace_bytes(a)
+/// bytes when more than one partition) and launches kernel 1 and, when
+/// max_context_len > partition_size, the reduce. Returns 0 or a HIP error code;
+/// nothing is launched on hipErrorInvalidValue.
+template <int kVFormat, class Variant = CorrectVariant>
+int launch_paged_attention(const kvh_attention_args& a, void* stream) {
+  if (hipError_t e = check_attention_args(a, kVFormat, /*check_head_size=*/true); e != hipSuccess) return e;
+  const int64_t num_seqs = a.query.shape[0];
+  if (num_seqs == 0) return hipSuccess;
+  const int32_t ps = resolved_partition_size(a);
+  if (ps < 1 || ps > kMaxPartitionSize) return hipErrorInvalidValue;
+  const int64_t max_partitions = (int64_t(a.max_context_len) + ps - 1) / ps;
+  if (max_partitions > kMaxPartitions) return hipErrorInvalidValue;
+  SplitK sk{ps, int32_t(max_partitions), nullptr, nullptr, nullptr};
+  if (max_partitions > 1) {
+    const uint64_t need = paged_attention_workspace_bytes(a);
+    if (!a.workspace || a.workspace_bytes < need) return hipErrorInvalidValue;
+    const int64_t n = num_seqs * a.query.shape[1] * max_partitions;
+    sk.max_logits = static_cast<float*>(a.workspace);
+    sk.exp_sums = sk.max_logits + n;
+    sk.tmp_out = sk.exp_sums + n;
+  }
+  const AttentionParams p = make_attention_params(a);
+  const hipStream_t st = static_cast<hipStream_t>(stream);
+  if (a.query.dtype == KVH_DT_F16) return launch_paged_attention_typed<fp16_t, kVFormat, Variant>(p, sk, num_seqs, st);
+  return launch_paged_attention_typed<bf16_t, kVFormat, Variant>(p, sk, num_seqs, st);
+}
+
+}  // namespace kvh::kernels

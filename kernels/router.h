@@ -1,0 +1,61 @@
+// Decode-attention routing: which reader `paged_attention_common` sends a
+// decode step to, under a named policy (a versioned copy of aiter's rule):
+//   "aiter-v0.1.10.post3"  the ASM kernel pa_fwd_asm is chosen when
+//                          high_precision == 2, or the cache dtype is int8, or
+//                          num_seqs * num_heads > 2 * compute_units; otherwise
+//                          paged_attention_rocm. No head-size test: head_size
+//                          256 at large batch goes to the 128-only kernel.
+//   "aiter-v0.1.12"        the same, but head_size != 128 goes to
+//                          paged_attention_rocm first (aiter b4885d2).
+// Source: aiter aiter/ops/attention.py, _should_use_asm_kernel() called by
+// paged_attention_common. Pure host code; no kernel is launched.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvh::routing {
+
+/// Reader names the router chooses between (kernels registered in builtin_provider.cpp).
+inline constexpr const char* kAsmReader = "pa_fwd_asm";
+inline constexpr const char* kRocmReader = "paged_attention_rocm";
+
+/// KV-cache element type as the router sees it.
+enum class CacheDtype { fp16, bf16, fp8, int8 };
+const char* to_string(CacheDtype d);
+/// "fp16" | "bf16" | "fp8" | "int8"; throws std::invalid_argument naming the known ones.
+CacheDtype parse_cache_dtype(const std::string& s);
+
+/// One decode step as paged_attention_common sees it. num_heads is per rank
+/// (after tensor parallelism); compute_units is the device's CU count (or a
+/// named target's, see compute_units_of).
+struct RouteInput {
+  int64_t num_seqs = 0, num_heads = 0, head_size = 0;
+  CacheDtype cache_dtype = CacheDtype::bf16;
+  int high_precision = 1;  // 0, 1 or 2 (2: highest, fp8 caches)
+  int64_t compute_units = 0;
+};
+
+/// The decision: the reader, the policy that chose it, and why, naming the
+/// rule and its numbers, e.g. "num_seqs*num_heads = 2048 > 2*CUs = 512 -> pa_fwd_asm".
+struct RouteDecision {
+  std::string reader;
+  std::string policy;
+  std::string reason;
+};
+
+/// Routes `in` under the policy named `policy`. Throws std::invalid_argument
+/// for an unknown policy (listing the known ones), num_seqs < 0, num_heads,
+/// head_size or compute_units < 1, or high_precision outside 0..2.
+RouteDecision route(const std::string& policy, const RouteInput& in);
+
+/// The policy names, oldest first: {"aiter-v0.1.10.post3", "aiter-v0.1.12"}.
+const std::vector<std::string>& policy_names();
+
+/// Compute units of a named target, for routing what-ifs: MI300X 304,
+/// MI325X 304, MI355X 256 (AMD specifications). Throws std::invalid_argument
+/// for another name, listing the known ones.
+int64_t compute_units_of(const std::string& target);
+const std::vector<std::string>& target_names();
+
+}  // namespace kvh::routing

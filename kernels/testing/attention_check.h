@@ -1,0 +1,88 @@
+// Test helper for decode-attention readers (cpu backend): builds one case's
+// logical inputs, places K/V into a paged cache with the case's layout
+// (strides from cases/layout.h's make_cache_layout), runs a reader through its
+// provider function pointer, and compares `out` with reference/attention.h.
+// Every memory byte the reader must not use holds NaN (unused cache slots,
+// unused block-table entries point at an all-NaN block, the K/V thirds of the
+// fused QKV buffer, the workspace); `out` is poisoned with NaN before launch.
+// So a read outside the view shows up as NaN, and an unwritten element as poison.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvharness/provider.h"
+#include "layout.h"
+
+/// The planted-bug readers (testing/planted_readers.hip), provider-style.
+extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
+
+namespace kvh::testing {
+
+/// Allowed |got - ref| <= atol + rtol * |ref| per output element, against the
+/// float64 reference computed from the same rounded 16-bit inputs.
+struct Tolerance {
+  double atol, rtol;
+};
+/// fp16: atol 1e-3, rtol 5e-3; bf16: atol 8e-3, rtol 1.6e-2. The error budget
+/// is dominated by rounding `out` to 16 bits (half an ulp: 2^-11 relative for
+/// fp16, 2^-8 for bf16), about 2-4x below these; float32 logits and sums add
+/// ~1e-5. A dropped token of a 257-token sequence moves fp16 outputs by ~4e-3.
+Tolerance tolerance_for(kvh_dtype dtype);
+
+/// One test case. Inputs are uniform random: q and K in [-2, 2], V in [-1, 1].
+struct AttentionCase {
+  kvh_dtype dtype = KVH_DT_F16;
+  kvh_cache_format format = KVH_CACHE_SHUFFLE;  // V layout: KVH_CACHE_PA_V1 or KVH_CACHE_SHUFFLE
+  Scheme scheme = Scheme::Separate;             // how K and V share memory (cases/layout.h)
+  int num_heads = 8, num_kv_heads = 1, head_size = 128, block_size = 16;
+  std::vector<int> context_lens{1, 255, 256, 257, 1000};
+  int32_t partition_size = 0;                   // 0: the reader's default
+  int64_t out_row_pad = 0;                      // extra elements between out rows (a strided out view)
+  int wave_size = 64;                           // host runtime wavefront (32 or 64)
+  bool random_order = true;                     // randomised fiber order between barriers
+  /// >= 0: in every sequence longer than this token index, that token's key
+  /// is made ~10x parallel to the query of the first head of each kv group, so
+  /// its logit is ~150 above the rest (an attention sink).
+  int sink_token = -1;
+  uint64_t seed = 1;
+  std::string str() const;
+};
+
+/// What one run produced.
+struct AttentionResult {
+  int rc = -1;                   // the reader's return code
+  double max_abs_err = 0;        // over finite written elements
+  std::string worst;             // "seq 3 head 1 dim 17: got .. want .."
+  int64_t unwritten = 0;         // elements of out still holding the poison
+  int64_t nonfinite = 0;         // other NaN/Inf elements
+  int64_t out_of_tolerance = 0;  // finite elements beyond atol + rtol*|ref|
+  int64_t out_of_view_writes = 0;  // changed padding between out rows
+  double seconds = 0;            // wall time of the reader call
+  bool passed() const {
+    return rc == 0 && unwritten == 0 && nonfinite == 0 && out_of_tolerance == 0 && out_of_view_writes == 0;
+  }
+  std::string str() const;
+};
+
+/// Builds, runs and checks `c` with `reader` (role KVH_ROLE_READER). The host
+/// runtime's wave size and fiber order are set for the run and restored.
+/// Throws std::invalid_argument when the case itself cannot be built.
+AttentionResult run_attention_case(const kvh_kernel_desc& reader, const AttentionCase& c);
+
+/// The kvh_attention_args run_attention_case would pass, with the buffers it
+/// points into; for argument-validation tests that then corrupt one field.
+struct AttentionArgsFixture {
+  kvh_attention_args args{};
+  std::vector<uint16_t> storage, query, out;
+  std::vector<int32_t> block_tables, context_lens;
+  std::vector<float> workspace;
+};
+AttentionArgsFixture make_attention_args(const AttentionCase& c);
+
+/// The built-in reader named `name`; throws std::runtime_error if missing.
+const kvh_kernel_desc& builtin_reader(const std::string& name);
+/// The planted reader named `name` (kvh_planted_readers); throws if missing.
+const kvh_kernel_desc& planted_reader(const std::string& name);
+
+}  // namespace kvh::testing

@@ -1,0 +1,63 @@
+// Planted-bug readers, for tests only (not in the builtin provider): the
+// general shuffle-layout kernel of paged_attention.h with one rule replaced,
+// each a bug class real decode kernels have shipped. A test must see each of
+// them fail a check that paged_attention_rocm passes.
+//   planted_drop_tail_partition   partitions = context_len / partition_size
+//                                 (floor): the last, partial partition of a
+//                                 sequence whose length is not a multiple of
+//                                 256 is dropped (nothing written below 256)
+//   planted_gqa_modulo            query head h reads kv head h % num_kv_heads
+//                                 instead of h / (num_heads / num_kv_heads)
+//   planted_reduce_last_max       the reduce rescales the partitions with the
+//                                 last partition's max instead of the global
+//                                 max: exact in real numbers, but exp overflows
+//                                 once an earlier partition's max exceeds the
+//                                 last one's by more than ~88 (attention sinks)
+#include "kvharness/provider.h"
+#include "paged_attention.h"
+
+namespace {
+
+using kvh::kernels::CorrectVariant;
+
+struct DropTailPartition : CorrectVariant {
+  static KVH_HD int num_partitions(int context_len, int partition_size) { return context_len / partition_size; }
+};
+// Query head h reads kv head h % num_kv_heads, so kv head kv's j-th query head is j * num_kv_heads + kv.
+struct GqaModulo : CorrectVariant {
+  static KVH_HD int query_head(int kv, int j, int, int num_kv_heads) { return j * num_kv_heads + kv; }
+};
+struct ReduceLastMax : CorrectVariant {
+  static KVH_HD float reduce_reference_max(float, float last_partition_max) { return last_partition_max; }
+};
+
+template <class Variant>
+int planted(const kvh_attention_args* a, void* stream) {
+  return kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, Variant>(*a, stream);
+}
+
+uint64_t workspace(const kvh_attention_args* a) { return kvh::kernels::paged_attention_workspace_bytes(*a); }
+
+constexpr kvh_kernel_desc reader(const char* name, const char* description, kvh_attention_fn fn) {
+  return kvh_kernel_desc{KVH_ABI_VERSION, name, description, KVH_ROLE_READER, KVH_CACHE_SHUFFLE, 1,
+                         nullptr, fn, workspace, nullptr, 0, {}};
+}
+
+const kvh_kernel_desc kPlanted[] = {
+    reader("planted_drop_tail_partition",
+           "PLANTED BUG: drops the last partition of a sequence whose length is not a multiple of partition_size",
+           planted<DropTailPartition>),
+    reader("planted_gqa_modulo", "PLANTED BUG: GQA maps query head h to kv head h % num_kv_heads",
+           planted<GqaModulo>),
+    reader("planted_reduce_last_max",
+           "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max",
+           planted<ReduceLastMax>),
+};
+
+}  // namespace
+
+/// The planted readers, provider-style (kvharness/provider.h); fixture = 1.
+extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count) {
+  *count = int32_t(sizeof(kPlanted) / sizeof(kPlanted[0]));
+  return kPlanted;
+}
