@@ -11,4 +11,9 @@ GuardedArena::GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t ma
   for (size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = sentinel(int64_t(i));
 }
 
+GuardedArena::GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes, Uninitialized)
+    : storage_elems_(storage_elems), elem_bytes_(elem_bytes), margin_(margin_bytes) {
+  bytes_.resize(size_t(storage_elems * elem_bytes + 2 * margin_bytes));
+}
+
 }  // namespace kvh

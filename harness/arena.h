@@ -4,23 +4,39 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace kvh {
+
+/// Allocator that leaves bytes uninitialised on resize: arenas reach gigabytes,
+/// and every byte is written (sentinel or download) right after.
+template <class T> struct DefaultInitAllocator : std::allocator<T> {
+  template <class U> struct rebind { using other = DefaultInitAllocator<U>; };
+  DefaultInitAllocator() = default;
+  template <class U> DefaultInitAllocator(const DefaultInitAllocator<U>&) {}
+  template <class U> void construct(U* p) { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+};
+using ByteBuffer = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 
 class GuardedArena {
  public:
   /// storage_elems elements of elem_bytes each, with margin_bytes on both sides
   /// (a multiple of elem_bytes). Filled with the sentinel.
   GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes);
+  /// Same size, contents uninitialised: for buffers a download fills in full.
+  struct Uninitialized {};
+  GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes, Uninitialized);
   /// Sentinel byte at arena byte `i` (not a constant: catches shifted copies).
   static uint8_t sentinel(int64_t i) { return uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8)); }
 
   int64_t margin_bytes() const { return margin_; }
   int64_t elem_bytes() const { return elem_bytes_; }
   int64_t storage_elems() const { return storage_elems_; }
-  std::vector<uint8_t>& bytes() { return bytes_; }
-  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  ByteBuffer& bytes() { return bytes_; }
+  const ByteBuffer& bytes() const { return bytes_; }
   /// Pointer to storage element 0 (after the front margin).
   uint8_t* storage() { return bytes_.data() + margin_; }
   const uint8_t* storage() const { return bytes_.data() + margin_; }
@@ -35,7 +51,7 @@ class GuardedArena {
 
  private:
   int64_t storage_elems_, elem_bytes_, margin_;
-  std::vector<uint8_t> bytes_;
+  ByteBuffer bytes_;
 };
 
 }  // namespace kvh

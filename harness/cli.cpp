@@ -35,9 +35,11 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
     std::set<std::string> seen;
     for (Case& c : cases) {
       if (o.seed) c.seed = *o.seed;
-      if (!reg.find(c.writer))
-        throw CaseFileError(fmt::format("{}: field 'writers': no kernel named '{}' is registered; known: {}", c.source,
-                                        c.writer, fmt::join(reg.names(), ", ")));
+      for (const auto& [field, name] : {std::pair<const char*, const std::string&>{"writer", c.writer},
+                                        {"reader", c.reader}})
+        if (!name.empty() && !reg.find(name))
+          throw CaseFileError(fmt::format("{}: {} '{}': no kernel of that name is registered; known: {}", c.source,
+                                          field, name, fmt::join(reg.names(), ", ")));
       if (!filter.matches(c) || !seen.insert(c.id()).second) continue;
       out.cases.push_back(c);
       out.file_of.push_back(file);
@@ -71,6 +73,8 @@ int cli_main(int argc, char** argv) {
   run->add_option("--wave-size", o.wave_size, "cpu backend: lanes per wavefront, 32 or 64")
       ->check(CLI::IsMember({32, 64}));
   run->add_flag("--random-order", o.random_order, "cpu backend: run ready fibers in random order");
+  run->add_flag("--launch-misrouted", o.launch_misrouted,
+                "launch a kernel the router picked outside its capabilities anyway; the verdict stays misroute");
   bool no_progress = false;
   run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
   auto* list = app.add_subcommand("list", "print the id of every case the files and filter select");

@@ -38,12 +38,17 @@ std::string results_json(const RunReport& r) {
     e["batch_size"] = c.batch_size;
     e["block_size"] = c.block_size;
     e["dtype"] = to_string(c.dtype);
-    e["shuffle"] = c.writer.find("shuffle") != std::string::npos ? 1 : 0;
+    e["shuffle"] = c.shuffle();
     e["variant"] = c.variant();
     e["writer"] = str_or_null(c.writer);
-    e["reader"] = nullptr;
-    e["router_policy"] = nullptr;
-    e["routed_to"] = nullptr;
+    e["reader"] = str_or_null(c.reader);
+    e["router_policy"] = str_or_null(c.router_policy);
+    e["target"] = str_or_null(c.target);
+    e["high_precision"] = c.router_policy.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.high_precision);
+    e["routed_to"] = str_or_null(cr.routed_to);
+    e["route_reason"] = str_or_null(cr.route_reason);
+    e["context_len_min"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_min);
+    e["context_len_max"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_max);
     e["verdict"] = to_string(cr.v.status);
     e["reason"] = str_or_null(cr.v.reason);
     e["detail"] = str_or_null(cr.v.detail);
@@ -58,7 +63,6 @@ std::string results_json(const RunReport& r) {
     e["source"] = c.source;
     e["repro"] = cr.repro;
     e["wall_ms"] = cr.wall_ms;
-    (void)write;
     cases.push_back(std::move(e));
   }
   return j.dump(1) + "\n";

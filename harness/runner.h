@@ -25,6 +25,7 @@ struct RunOptions {
   bool progress = false;             // draw a progress bar on stderr
   std::vector<std::string> providers;
   double flush_seconds = 2.0;        // how often the partial report is rewritten
+  bool launch_misrouted = false;     // launch misrouted kernels anyway and report the damage
 };
 
 /// The command line that re-runs case `id` alone under `o`.

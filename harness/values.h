@@ -14,8 +14,9 @@ namespace kvh {
 uint16_t encode16(DType dtype, float f);
 /// The value of a 16-bit element of `dtype`.
 double decode16(DType dtype, uint16_t bits);
-/// n random, finite, non-zero elements, normal(mean, stddev).
-std::vector<uint16_t> random16(DType dtype, size_t n, std::mt19937_64& rng, float mean = 0.f, float stddev = 1.f);
+/// n random, finite, non-zero elements, uniform in [-2, 2) (a splitmix64
+/// stream seeded from rng: these buffers reach hundreds of millions of elements).
+std::vector<uint16_t> random16(DType dtype, size_t n, std::mt19937_64& rng);
 /// FNV-1a of a string: per-case data seeds derived from case ids.
 uint64_t hash_seed(const std::string& s, uint64_t seed);
 

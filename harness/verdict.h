@@ -40,6 +40,7 @@ struct CaseResult {
   Verdict v;
   uint64_t data_seed = 0;          // seed of the random inputs
   std::string key_layout, value_layout;  // "(shape):(stride)+offset"
+  std::string routed_to, route_reason;   // attention and pipeline: the reader that ran, and why
   std::string repro;               // command line that re-runs this case alone
   double wall_ms = 0;
 };

@@ -121,7 +121,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry) {
     }
     device::synchronize();
 
-    GuardedArena actual(L.storage_elems, 2, margin);
+    GuardedArena actual(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_cache.download(actual.bytes().data(), actual.bytes().size());
     r.v = check_write(L, c.dtype, old_value, expected, actual);
 

@@ -1,0 +1,296 @@
+#include "attention_case.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "arena.h"
+#include "attention.h"
+#include "cache_setup.h"
+#include "cache_writer.h"
+#include "device.h"
+#include "router.h"
+#include "tolerance.h"
+#include "values.h"
+#include "views.h"
+
+namespace kvh {
+
+namespace {
+
+constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs with a recognisable payload
+
+bool supports_head_size(const kvh_kernel_desc& d, int64_t head_size) {
+  if (d.num_head_sizes == 0) return head_size % 8 == 0 && head_size <= 256;
+  for (int32_t i = 0; i < d.num_head_sizes; ++i)
+    if (d.head_sizes[i] == head_size) return true;
+  return false;
+}
+
+std::string declared_head_sizes(const kvh_kernel_desc& d) {
+  if (d.num_head_sizes == 0) return "multiples of 8 up to 256";
+  std::vector<int32_t> v(d.head_sizes, d.head_sizes + d.num_head_sizes);
+  return fmt::format("{}", fmt::join(v, ", "));
+}
+
+// The sequences of one case: lengths, block tables, and every token's slot.
+struct Sequences {
+  std::vector<int32_t> context_lens;
+  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks]
+  int64_t max_blocks = 0, num_blocks = 0, total_tokens = 0;
+  std::vector<int64_t> slots;         // [total_tokens], sequence by sequence
+};
+
+Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
+  Sequences s;
+  std::uniform_int_distribution<int64_t> len(c.context_len_min, c.context_len_max);
+  int64_t used = 0;
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    const int64_t n = len(rng);
+    s.context_lens.push_back(int32_t(n));
+    const int64_t blocks = (n + c.block_size - 1) / c.block_size;
+    s.max_blocks = std::max(s.max_blocks, blocks);
+    used += blocks;
+    s.total_tokens += n;
+  }
+  // Block 0 is the null block; a few spare blocks hold stale tokens nobody owns.
+  s.num_blocks = 1 + used + used / 8 + 1;
+  std::vector<int32_t> ids(size_t(s.num_blocks - 1));
+  std::iota(ids.begin(), ids.end(), 1);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  s.block_tables.assign(size_t(c.batch_size * s.max_blocks), 0);
+  size_t next = 0;
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    const int64_t n = s.context_lens[size_t(i)];
+    const int64_t blocks = (n + c.block_size - 1) / c.block_size;
+    for (int64_t b = 0; b < blocks; ++b) s.block_tables[size_t(i * s.max_blocks + b)] = ids[next++];
+    for (int64_t t = 0; t < n; ++t)
+      s.slots.push_back(int64_t(s.block_tables[size_t(i * s.max_blocks + t / c.block_size)]) * c.block_size +
+                        t % c.block_size);
+  }
+  return s;
+}
+
+// Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd].
+reference::RowMatrix reference_out(const Case& c, const Sequences& s, const std::vector<uint16_t>& q,
+                                   const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, double scale) {
+  reference::DecodeAttentionInput in;
+  in.num_heads = c.num_heads;
+  in.num_kv_heads = c.num_kv_heads;
+  in.head_size = c.head_size;
+  in.scale = scale;
+  const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
+  in.query.resize(c.batch_size, qw);
+  for (int64_t i = 0; i < c.batch_size; ++i)
+    for (int64_t j = 0; j < qw; ++j) in.query(i, j) = decode16(c.dtype, q[size_t(i * qw + j)]);
+  int64_t tok = 0;
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    const int64_t n = s.context_lens[size_t(i)];
+    reference::RowMatrix K(n, kw), V(n, kw);
+    for (int64_t t = 0; t < n; ++t, ++tok)
+      for (int64_t j = 0; j < kw; ++j) {
+        K(t, j) = decode16(c.dtype, k[size_t(tok * kw + j)]);
+        V(t, j) = decode16(c.dtype, v[size_t(tok * kw + j)]);
+      }
+    in.keys.push_back(std::move(K));
+    in.values.push_back(std::move(V));
+  }
+  return reference::decode_attention(in);
+}
+
+}  // namespace
+
+CaseResult run_decode_case(const Case& c, const Registry& registry, const DecodeOptions& options) {
+  CaseResult r;
+  r.c = c;
+  r.data_seed = hash_seed(c.id(), c.seed);
+  auto verdict = [&](Status st, const char* why, std::string detail) {
+    r.v.status = st;
+    r.v.reason = why;
+    r.v.detail = std::move(detail);
+    return r;
+  };
+
+  // 1. Which reader: the case's, or the router's decision.
+  std::string reader = c.reader;
+  if (!c.router_policy.empty()) {
+    try {
+      routing::RouteInput in;
+      in.num_seqs = c.batch_size;
+      in.num_heads = c.num_heads;
+      in.head_size = c.head_size;
+      in.cache_dtype = c.dtype == DType::F16 ? routing::CacheDtype::fp16 : routing::CacheDtype::bf16;
+      in.high_precision = c.high_precision;
+      in.compute_units = c.target.empty() ? device::info().compute_units : routing::compute_units_of(c.target);
+      const routing::RouteDecision d = routing::route(c.router_policy, in);
+      reader = d.reader;
+      r.route_reason = d.reason;
+    } catch (const std::invalid_argument& e) {
+      return verdict(Status::Unsupported, reason::kUnsupported, e.what());
+    }
+  }
+  r.routed_to = reader;
+  const kvh_kernel_desc* rd = registry.find(reader);
+  if (!rd || rd->role != KVH_ROLE_READER || !rd->attention)
+    return verdict(Status::Unsupported, reason::kUnsupported, "no decode-attention reader named '" + reader + "'");
+  const kvh_kernel_desc* wr = nullptr;
+  if (c.kind == CaseKind::Pipeline) {
+    wr = registry.find(c.writer);
+    if (!wr || wr->role != KVH_ROLE_WRITER)
+      return verdict(Status::Unsupported, reason::kUnsupported, "no cache writer named '" + c.writer + "'");
+    if (wr->cache_format != rd->cache_format)
+      return verdict(Status::Unsupported, reason::kUnsupported,
+                     fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
+                                 cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format)));
+  }
+
+  // 2. Capabilities: a router that picks a kernel outside them has misrouted.
+  bool misrouted = false;
+  if (!supports_head_size(*rd, c.head_size)) {
+    const std::string why = fmt::format("{} declares head_size {} only; this case has head_size {}", reader,
+                                        declared_head_sizes(*rd), c.head_size);
+    if (c.router_policy.empty()) return verdict(Status::Unsupported, reason::kUnsupported, why);
+    misrouted = true;
+    r.v.detail = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
+    if (!options.launch_misrouted) return verdict(Status::Fail, reason::kMisroute, r.v.detail);
+  }
+
+  // 3. The cache and the sequences.
+  std::mt19937_64 rng(r.data_seed);
+  const Sequences s = make_sequences(c, rng);
+  CacheGeometry g{s.num_blocks, c.block_size, c.num_kv_heads, c.head_size, 8, 2};
+  auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes);
+  if (!made.layout) return verdict(Status::Unsupported, reason::kUnsupported, made.reason);
+  const CacheLayout& L = *made.layout;
+  r.key_layout = L.key.str();
+  r.value_layout = L.value.str();
+  const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
+  GuardedArena cache(L.storage_elems, 2, margin);
+  fill_old_tokens(L, cache, c.dtype, rng());
+
+  const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens;
+  const auto key = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
+  const auto value = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
+  const std::vector<uint16_t> query_logical = random16(c.dtype, size_t(S * NH * HD), rng);
+  if (c.kind == CaseKind::Attention) reference::write_cache(L, key, value, s.slots, cache.storage_as<uint16_t>());
+
+  // The query is a view into a fused QKV buffer of the decode step (one token a sequence).
+  const std::vector<uint16_t> step_kv = random16(c.dtype, size_t(S * c.num_kv_heads * HD), rng);
+  FusedQkv step = make_fused_qkv(S, NH, c.num_kv_heads, HD, step_kv, step_kv, c.dtype, rng);
+  for (int64_t i = 0; i < S; ++i)
+    std::copy_n(query_logical.begin() + i * NH * HD, NH * HD, step.buf.begin() + i * (NH + 2 * c.num_kv_heads) * HD);
+
+  // out [S, NH, HD] poisoned, inside a guarded arena of its own.
+  const uint16_t poison = c.dtype == DType::F16 ? kPoisonF16 : kPoisonBF16;
+  GuardedArena out(S * NH * HD, 2, 4096);
+  std::fill_n(out.storage_as<uint16_t>(), S * NH * HD, poison);
+  const double scale = 1.0 / std::sqrt(double(HD));
+
+  try {
+    device::Buffer d_cache(cache.bytes().size()), d_qkv(step.buf.size() * 2), d_out(out.bytes().size());
+    device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
+    d_cache.upload(cache.bytes().data(), cache.bytes().size());
+    d_qkv.upload(step.buf.data(), step.buf.size() * 2);
+    d_out.upload(out.bytes().data(), out.bytes().size());
+    d_bt.upload(s.block_tables.data(), s.block_tables.size() * 4);
+    d_cl.upload(s.context_lens.data(), size_t(S) * 4);
+    uint8_t* storage = static_cast<uint8_t*>(d_cache.get()) + margin;
+
+    if (wr) {  // pipeline: the writer under test writes every context token
+      // History tokens as a fused KV buffer (no query columns: they would only cost memory);
+      // the token stride is still 2 * num_kv_heads * head_size, not contiguous.
+      const FusedQkv hist = make_fused_qkv(T, 0, c.num_kv_heads, HD, key, value, c.dtype, rng);
+      device::Buffer d_hist(hist.buf.size() * 2), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
+      d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
+      d_slots.upload(s.slots.data(), s.slots.size() * 8);
+      const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
+      if (rc != 0)
+        return verdict(Status::Fail, reason::kLaunchError, fmt::format("{} returned {}", c.writer, device::error_text(rc)));
+      device::synchronize();
+    }
+    if (wr) d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
+
+    kvh_attention_args a{};
+    const kvh_dtype dt = to_kvh(c.dtype);
+    a.out = to_tensor(StridedView{{S, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d_out.get()) + 4096, 2, dt);
+    a.query = to_tensor(step.q, d_qkv.get(), 2, dt);
+    a.key_cache = to_tensor(L.key, storage, 2, dt);
+    a.value_cache = to_tensor(L.value, storage, 2, dt);
+    a.block_tables = contiguous_tensor(d_bt.get(), {S, s.max_blocks}, KVH_DT_I32);
+    a.context_lens = contiguous_tensor(d_cl.get(), {S}, KVH_DT_I32);
+    a.block_size = c.block_size;
+    a.max_context_len = *std::max_element(s.context_lens.begin(), s.context_lens.end());
+    a.scale = float(scale);
+    a.k_scale = a.v_scale = 1.f;
+    device::Buffer d_ws;
+    if (rd->workspace_bytes) {
+      const uint64_t ws = rd->workspace_bytes(&a);
+      if (ws) {
+        d_ws = device::Buffer(ws);
+        std::vector<uint32_t> nan(ws / 4 + 1, 0x7FC0DEADu);  // a reduce that reads unwritten partials gets NaN
+        d_ws.upload(nan.data(), ws);
+        a.workspace = d_ws.get();
+        a.workspace_bytes = ws;
+      }
+    }
+    const int rc = rd->attention(&a, nullptr);
+    if (rc != 0)
+      return verdict(Status::Fail, reason::kLaunchError, fmt::format("{} returned {}", reader, device::error_text(rc)));
+    device::synchronize();
+
+    GuardedArena out_after(S * NH * HD, 2, 4096, GuardedArena::Uninitialized{});
+    GuardedArena cache_after(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
+    d_out.download(out_after.bytes().data(), out_after.bytes().size());
+    d_cache.download(cache_after.bytes().data(), cache_after.bytes().size());
+
+    // 4. The checks, strongest first.
+    const reference::RowMatrix ref = reference_out(c, s, query_logical, key, value, scale);
+    const Tolerance tol = attention_tolerance(c.dtype);
+    int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1;
+    double max_abs = 0, max_rel = 0;
+    const uint16_t* o = out_after.storage_as<uint16_t>();
+    for (int64_t i = 0; i < S * NH * HD; ++i) {
+      if (o[i] == poison) { ++unwritten; continue; }
+      const double got = decode16(c.dtype, o[i]), want = ref(i / (NH * HD), i % (NH * HD));
+      if (!std::isfinite(got)) { ++nonfinite; continue; }
+      const double err = std::fabs(got - want);
+      if (err > tol.atol + tol.rtol * std::fabs(want)) ++beyond;
+      if (err > max_abs || worst < 0) max_abs = err, worst = i;
+      max_rel = std::max(max_rel, err / std::max(std::fabs(want), 1e-6));
+    }
+    r.v.max_abs_err = max_abs;
+    r.v.max_rel_err = max_rel;
+    const std::string worst_text =
+        worst < 0 ? std::string()
+                  : fmt::format("worst element seq {} head {} dim {}: got {:.6g}, want {:.6g} (atol {}, rtol {})",
+                                worst / (NH * HD), worst % (NH * HD) / HD, worst % HD,
+                                decode16(c.dtype, o[worst]), ref(worst / (NH * HD), worst % (NH * HD)), tol.atol, tol.rtol);
+    const std::string counts = fmt::format("{} unwritten, {} NaN/Inf, {} beyond tolerance of {} outputs", unwritten,
+                                           nonfinite, beyond, S * NH * HD);
+    std::string oov;
+    if (std::memcmp(out_after.bytes().data(), out.bytes().data(), size_t(out.margin_bytes())) != 0 ||
+        std::memcmp(out_after.bytes().data() + out.margin_bytes() + S * NH * HD * 2,
+                    out.bytes().data() + out.margin_bytes() + S * NH * HD * 2, size_t(out.margin_bytes())) != 0)
+      oov = "the reader wrote outside `out` (arena margin)";
+    else if (cache_after.bytes() != cache.bytes())
+      oov = "the reader wrote into the KV cache";
+    r.v.bad_elements = unwritten + nonfinite + beyond;
+    const std::string numbers = counts + (worst_text.empty() ? "" : "; " + worst_text);
+    if (misrouted) return verdict(Status::Fail, reason::kMisroute, r.v.detail + ". Launched anyway: " + numbers);
+    if (!oov.empty()) return verdict(Status::Fail, reason::kOutOfView, oov + "; " + numbers);
+    if (unwritten) return verdict(Status::Fail, reason::kUnwritten, numbers);
+    if (nonfinite) return verdict(Status::Fail, reason::kNanOrInf, numbers);
+    if (beyond) return verdict(Status::Fail, reason::kMismatch, numbers);
+    r.v.detail = worst_text;
+  } catch (const device::Error& e) {
+    return verdict(Status::Crash, reason::kCrash, e.what());
+  } catch (const std::invalid_argument& e) {
+    return verdict(Status::Crash, reason::kCrash, std::string("reference: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace kvh

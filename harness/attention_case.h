@@ -1,0 +1,23 @@
+// Runs one `attention` or `pipeline` case: decode attention over a paged cache
+// of random sequences, checked against reference attention computed straight
+// from the logical Q, K and V.
+//   attention: the reference writer fills the cache; the reader (or the
+//              reader a router picks) under test computes attention.
+//   pipeline:  the writer under test fills the cache, then the reader: what an
+//              end-to-end accuracy run measures, in milliseconds.
+#pragma once
+#include "registry.h"
+#include "verdict.h"
+
+namespace kvh {
+
+struct DecodeOptions {
+  bool launch_misrouted = false;  // launch a misrouted kernel anyway and report the damage too
+};
+
+/// Routing is checked before launch: a routed kernel asked for a head size
+/// outside its declared capabilities is FAIL misroute. Never throws for a
+/// kernel's misbehaviour (launch errors FAIL launch_error, device faults CRASH).
+CaseResult run_decode_case(const Case& c, const Registry& registry, const DecodeOptions& options);
+
+}  // namespace kvh
