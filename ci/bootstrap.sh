@@ -27,3 +27,7 @@ if ((${#missing[@]})); then
 else
   echo "bootstrap: all packages present"
 fi
+
+# The AMD compile check's toolchain (Debian hipcc 5.2 with clang 15, ROCm
+# device libraries, clang-19 for gfx942).
+bash "$(dirname "$0")/amd_compile_check.sh" --install-only

@@ -10,12 +10,19 @@
 
 namespace kvh {
 
+/// Large host buffers backed by transparent huge pages where the kernel
+/// allows it (madvise mode): page faults dominate a case's time otherwise.
+void* big_alloc(size_t bytes);
+void big_free(void* p) noexcept;
+
 /// Allocator that leaves bytes uninitialised on resize: arenas reach gigabytes,
 /// and every byte is written (sentinel or download) right after.
 template <class T> struct DefaultInitAllocator : std::allocator<T> {
   template <class U> struct rebind { using other = DefaultInitAllocator<U>; };
   DefaultInitAllocator() = default;
   template <class U> DefaultInitAllocator(const DefaultInitAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(big_alloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t) noexcept { big_free(p); }
   template <class U> void construct(U* p) { ::new (static_cast<void*>(p)) U; }
   template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
 };

@@ -41,6 +41,16 @@ FusedQkv make_fused_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, const st
       f.buf[size_t(t * row + nh * hd + i)] = key[size_t(t * nkv * hd + i)];
       f.buf[size_t(t * row + (nh + nkv) * hd + i)] = value[size_t(t * nkv * hd + i)];
     }
+  const FusedQkv views = fused_qkv_views(T, nh, nkv, hd);
+  f.q = views.q;
+  f.k = views.k;
+  f.v = views.v;
+  return f;
+}
+
+FusedQkv fused_qkv_views(int64_t T, int64_t nh, int64_t nkv, int64_t hd) {
+  FusedQkv f;
+  const int64_t row = (nh + 2 * nkv) * hd;
   f.q = StridedView{{T, nh, hd}, {row, hd, 1}, 0};
   f.k = StridedView{{T, nkv, hd}, {row, hd, 1}, nh * hd};
   f.v = StridedView{{T, nkv, hd}, {row, hd, 1}, (nh + nkv) * hd};

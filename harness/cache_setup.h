@@ -22,6 +22,9 @@ struct FusedQkv {
   std::vector<uint16_t> buf;
   StridedView q, k, v;
 };
+/// The q, k and v views of a fused QKV buffer, without the buffer (for
+/// buffers that live only on the device: kvharness bench).
+FusedQkv fused_qkv_views(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size);
 /// Random query; key and value (logical [num_tokens, num_kv_heads, head_size])
 /// placed at their columns.
 FusedQkv make_fused_qkv(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size,

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <map>
 #include <set>
 
@@ -76,6 +78,70 @@ void write_matrices(std::string& out, const RunReport& r) {
   }
 }
 
+// The PR thread's tables, kernel by kernel: per model "Variant | batch_size |
+// verdict | max abs error | routed to", then "Model | Type | batch_size=N ...".
+void write_pipeline_tables(std::string& out, const RunReport& r) {
+  Ordered models, batches;
+  for (const auto& cr : r.results)
+    if (cr.c.kind == CaseKind::Pipeline) models.add(cr.c.model), batches.add(std::to_string(cr.c.batch_size));
+  if (models.items.empty()) return;
+  out += "\n## Pipeline: writer then reader, per model\n";
+  std::map<std::string, bool> hybrid;
+  for (const auto& m : models.items) {
+    // The PR's columns, plus head_size and layout where this file varies them.
+    std::set<std::string> head_sizes, layouts;
+    for (const auto& cr : r.results)
+      if (cr.c.kind == CaseKind::Pipeline && cr.c.model == m)
+        head_sizes.insert(std::to_string(cr.c.head_size)), layouts.insert(to_string(cr.c.layout));
+    const bool show_hd = head_sizes.size() > 1, show_layout = layouts.size() > 1;
+    out += fmt::format("\n### {}\n\n| Variant |{}{} batch_size | verdict | max abs error | routed to |\n|---|{}{}---|---|---|---|\n",
+                       m, show_hd ? " head_size |" : "", show_layout ? " layout |" : "", show_hd ? "---|" : "",
+                       show_layout ? "---|" : "");
+    for (const auto& cr : r.results) {
+      if (cr.c.kind != CaseKind::Pipeline || cr.c.model != m) continue;
+      hybrid[m] = cr.c.hybrid;
+      const std::string verdict =
+          cr.v.status == Status::Pass ? "PASS" : fmt::format("**{}** ({})", to_string(cr.v.status), cr.v.reason);
+      const std::string err = cr.v.max_abs_err ? fmt::format("{:.3g}", *cr.v.max_abs_err) : "— (not launched)";
+      const std::string routed = cr.routed_to.empty()           ? "—"
+                                 : cr.c.router_policy.empty() ? cr.routed_to
+                                                              : fmt::format("{} ({})", cr.routed_to, cr.c.router_policy);
+      out += fmt::format("| {} |{}{} {} | {} | {} | {} |\n", cr.c.variant(),
+                         show_hd ? fmt::format(" {} |", cr.c.head_size) : "",
+                         show_layout ? fmt::format(" {} |", to_string(cr.c.layout)) : "", cr.c.batch_size, verdict, err,
+                         routed);
+    }
+  }
+  out += "\n### Summary\n\n| Model | Type |";
+  for (const auto& b : batches.items) out += fmt::format(" batch_size={} |", b);
+  out += "\n|---|---|";
+  for (size_t i = 0; i < batches.items.size(); ++i) out += "---|";
+  out += "\n";
+  for (const auto& m : models.items) {
+    out += fmt::format("| {} | {} |", m, hybrid[m] ? "Hybrid" : "Attention-only");
+    for (const auto& b : batches.items) {
+      int pass = 0, n = 0;
+      Ordered failed;
+      std::map<std::string, int> times;
+      for (const auto& cr : r.results) {
+        if (cr.c.kind != CaseKind::Pipeline || cr.c.model != m || std::to_string(cr.c.batch_size) != b) continue;
+        ++n;
+        if (cr.v.status == Status::Pass) ++pass;
+        else if (cr.v.status != Status::Unsupported) {
+          const std::string f = fmt::format("{} ({})", cr.c.variant(), cr.v.reason);
+          failed.add(f);
+          ++times[f];
+        }
+      }
+      std::vector<std::string> parts;
+      for (const auto& f : failed.items) parts.push_back(times[f] > 1 ? fmt::format("{} ×{}", f, times[f]) : f);
+      if (n == 0) out += " — |";
+      else out += fmt::format(" {}/{} PASS{}{} |", pass, n, parts.empty() ? "" : "; FAIL: ", fmt::join(parts, ", "));
+    }
+    out += "\n";
+  }
+}
+
 }  // namespace
 
 std::string summary_markdown(const RunReport& r) {
@@ -92,6 +158,7 @@ std::string summary_markdown(const RunReport& r) {
   out += "- Kernels named `fixture_*` are known-bad on purpose: their FAILs show the harness sees the bug and do "
          "not count towards the exit code.\n";
 
+  write_pipeline_tables(out, r);
   out += "\n## Matrices\n";
   write_matrices(out, r);
 

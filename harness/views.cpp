@@ -29,25 +29,4 @@ kvh_tensor contiguous_tensor(void* data, std::vector<int64_t> shape, kvh_dtype d
   return to_tensor(v, data, 0, dtype);
 }
 
-void for_each_offset(const StridedView& v, const std::function<void(int64_t)>& fn) {
-  std::vector<int64_t> idx(v.shape.size(), 0);
-  for (int64_t s : v.shape)
-    if (s == 0) return;
-  const size_t n = v.shape.size();
-  int64_t off = v.offset;
-  for (;;) {
-    fn(off);
-    size_t d = n;
-    while (d-- > 0) {
-      if (++idx[d] < v.shape[d]) {
-        off += v.stride[d];
-        break;
-      }
-      off -= (v.shape[d] - 1) * v.stride[d];
-      idx[d] = 0;
-    }
-    if (d == size_t(-1)) return;
-  }
-}
-
 }  // namespace kvh

@@ -14,7 +14,29 @@ namespace kvh {
 kvh_tensor to_tensor(const StridedView& v, void* base, int64_t elem_bytes, kvh_dtype dtype);
 /// A contiguous tensor of `shape` at `data`.
 kvh_tensor contiguous_tensor(void* data, std::vector<int64_t> shape, kvh_dtype dtype);
-/// Calls fn(storage offset) for every element of v, in tensor order.
-void for_each_offset(const StridedView& v, const std::function<void(int64_t)>& fn);
+/// Calls fn(storage offset) for every element of v, in tensor order (a
+/// template: it runs once per cache element, billions of times in the large suite).
+template <class Fn> void for_each_offset(const StridedView& v, Fn&& fn) {
+  const size_t n = v.shape.size();
+  for (int64_t s : v.shape)
+    if (s == 0) return;
+  std::vector<int64_t> idx(n, 0);
+  const int64_t inner = v.shape[n - 1], inner_stride = v.stride[n - 1];
+  int64_t off = v.offset;
+  for (;;) {
+    for (int64_t i = 0; i < inner; ++i) fn(off + i * inner_stride);
+    size_t d = n - 1;
+    for (;;) {
+      if (d == 0) return;
+      --d;
+      if (++idx[d] < v.shape[d]) {
+        off += v.stride[d];
+        break;
+      }
+      off -= (v.shape[d] - 1) * v.stride[d];
+      idx[d] = 0;
+    }
+  }
+}
 
 }  // namespace kvh
