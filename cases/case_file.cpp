@@ -101,58 +101,83 @@ std::vector<std::string> scheme_names() {
   return out;
 }
 
+// The axes every table has: models at tp, head sizes, layouts, block sizes,
+// dtypes, seeds. Calls emit(base) for each combination, outermost first.
+struct CommonAxes {
+  std::vector<std::string> models, layouts, dtypes;
+  std::vector<int64_t> head_sizes, block_sizes;
+  int tp = 1;
+  int64_t padded = 0;
+};
+
+CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models) {
+  std::vector<std::string> model_names;
+  for (auto& [n, _] : models) model_names.push_back(n);
+  CommonAxes a;
+  a.models = strings(c, t, "models", true, model_names);
+  a.tp = int(integer(c, t, "tp", 1, 1));
+  a.layouts = strings(c, t, "layouts", true, scheme_names());
+  a.head_sizes = integers(c, t, "head_sizes", false, 1);
+  a.block_sizes = integers(c, t, "block_sizes", true, 1);
+  a.dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
+  a.padded = integer(c, t, "padded_page_bytes", 0, 0);
+  return a;
+}
+
+template <class Emit>
+void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const CommonAxes& a,
+                   const std::map<std::string, ModelPreset>& models, Emit&& emit) {
+  const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
+  for (const auto& name : a.models) {
+    const ModelPreset& m = models.at(name);
+    RankShape r{};
+    try {
+      r = per_rank(m, a.tp);
+    } catch (const std::invalid_argument& e) {
+      c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp", e.what());
+    }
+    const std::vector<int64_t> hs = a.head_sizes.empty() ? std::vector<int64_t>{m.head_size} : a.head_sizes;
+    for (int64_t hd : hs)
+      for (const auto& layout : a.layouts)
+        for (int64_t bs : a.block_sizes)
+          for (const auto& dt : a.dtypes) {
+            Case k;
+            k.kind = kind;
+            k.model = m.name;
+            k.tp = a.tp;
+            k.hybrid = m.hybrid;
+            k.num_heads = r.num_heads;
+            k.num_kv_heads = r.num_kv_heads;
+            k.head_size = hd;
+            k.layout = *parse_scheme(layout);
+            k.block_size = bs;
+            k.padded_page_bytes = a.padded;
+            k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
+            k.source = where;
+            emit(k);
+          }
+  }
+}
+
 void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models,
                   const std::vector<int64_t>& seeds, std::vector<Case>& out) {
   only_keys(c, t, "write",
             {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
              "padded_page_bytes"});
-  std::vector<std::string> model_names;
-  for (auto& [n, _] : models) model_names.push_back(n);
-  const auto names = strings(c, t, "models", true, model_names);
-  const int tp = int(integer(c, t, "tp", 1, 1));
-  const auto layouts = strings(c, t, "layouts", true, scheme_names());
-  const auto head_sizes = integers(c, t, "head_sizes", false, 1);
+  const CommonAxes axes = common_axes(c, t, models);
   const auto num_tokens = integers(c, t, "num_tokens", true, 0);
-  const auto block_sizes = integers(c, t, "block_sizes", true, 1);
-  const auto dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
   const auto writers = strings(c, t, "writers", true);
-  const int64_t padded = integer(c, t, "padded_page_bytes", 0, 0);
-  const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
-  for (const auto& name : names) {
-    const ModelPreset& m = models.at(name);
-    RankShape r{};
-    try {
-      r = per_rank(m, tp);
-    } catch (const std::invalid_argument& e) {
-      c.fail(*t.get("tp"), "tp", e.what());
-    }
-    const std::vector<int64_t> hs = head_sizes.empty() ? std::vector<int64_t>{m.head_size} : head_sizes;
-    for (int64_t hd : hs)
-      for (const auto& layout : layouts)
-        for (int64_t bs : block_sizes)
-          for (const auto& dt : dtypes)
-            for (int64_t n : num_tokens)
-              for (const auto& w : writers)
-                for (int64_t seed : seeds) {
-                  Case k;
-                  k.kind = CaseKind::Write;
-                  k.model = m.name;
-                  k.tp = tp;
-                  k.hybrid = m.hybrid;
-                  k.num_heads = r.num_heads;
-                  k.num_kv_heads = r.num_kv_heads;
-                  k.head_size = hd;
-                  k.layout = *parse_scheme(layout);
-                  k.block_size = bs;
-                  k.padded_page_bytes = padded;
-                  k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
-                  k.batch_size = n;
-                  k.writer = w;
-                  k.seed = uint64_t(seed);
-                  k.source = where;
-                  out.push_back(std::move(k));
-                }
-  }
+  for_each_base(c, t, CaseKind::Write, axes, models, [&](const Case& base) {
+    for (int64_t n : num_tokens)
+      for (const auto& w : writers)
+        for (int64_t seed : seeds) {
+          Case k = base;
+          k.batch_size = n;
+          k.writer = w;
+          k.seed = uint64_t(seed);
+          out.push_back(std::move(k));
+        }
+  });
 }
 
 // One row of an [[attention]] or [[pipeline]] table: which kernels run.
@@ -200,66 +225,33 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   only_keys(c, t, table,
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes"});
-  std::vector<std::string> model_names;
-  for (auto& [n, _] : models) model_names.push_back(n);
-  const auto names = strings(c, t, "models", true, model_names);
-  const int tp = int(integer(c, t, "tp", 1, 1));
-  const auto layouts = strings(c, t, "layouts", true, scheme_names());
-  const auto head_sizes = integers(c, t, "head_sizes", false, 1);
+  const CommonAxes axes = common_axes(c, t, models);
   const auto batch_sizes = integers(c, t, "batch_sizes", true, 1);
   const auto ctx = integers(c, t, "context_lens", true, 1);
   if (ctx.size() != 2 || ctx[0] > ctx[1])
     c.fail(*t.get("context_lens"), "context_lens", "expected [min, max] with min <= max");
-  const auto block_sizes = integers(c, t, "block_sizes", true, 1);
-  const auto dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
   const std::string target = string_field(c, t, "target", "");
   const int hp = int(integer(c, t, "high_precision", 1, 0));
   if (hp > 2) c.fail(*t.get("high_precision"), "high_precision", "expected 0, 1 or 2");
-  const int64_t padded = integer(c, t, "padded_page_bytes", 0, 0);
   const auto variants = variants_of(c, t, kind);
-  const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
-  for (const auto& name : names) {
-    const ModelPreset& m = models.at(name);
-    RankShape r{};
-    try {
-      r = per_rank(m, tp);
-    } catch (const std::invalid_argument& e) {
-      c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp", e.what());
-    }
-    const std::vector<int64_t> hs = head_sizes.empty() ? std::vector<int64_t>{m.head_size} : head_sizes;
-    for (int64_t hd : hs)
-      for (const auto& layout : layouts)
-        for (int64_t bs : block_sizes)
-          for (const auto& dt : dtypes)
-            for (const auto& v : variants)
-              for (int64_t n : batch_sizes)
-                for (int64_t seed : seeds) {
-                  Case k;
-                  k.kind = kind;
-                  k.model = m.name;
-                  k.tp = tp;
-                  k.hybrid = m.hybrid;
-                  k.num_heads = r.num_heads;
-                  k.num_kv_heads = r.num_kv_heads;
-                  k.head_size = hd;
-                  k.layout = *parse_scheme(layout);
-                  k.block_size = bs;
-                  k.padded_page_bytes = padded;
-                  k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
-                  k.batch_size = n;
-                  k.writer = v.writer;
-                  k.reader = v.reader;
-                  k.router_policy = v.router;
-                  k.target = v.router.empty() ? "" : target;
-                  k.high_precision = hp;
-                  k.context_len_min = ctx[0];
-                  k.context_len_max = ctx[1];
-                  k.variant_name = v.name;
-                  k.seed = uint64_t(seed);
-                  k.source = where;
-                  out.push_back(std::move(k));
-                }
-  }
+  for_each_base(c, t, kind, axes, models, [&](const Case& base) {
+    for (const auto& v : variants)
+      for (int64_t n : batch_sizes)
+        for (int64_t seed : seeds) {
+          Case k = base;
+          k.batch_size = n;
+          k.writer = v.writer;
+          k.reader = v.reader;
+          k.router_policy = v.router;
+          k.target = v.router.empty() ? "" : target;
+          k.high_precision = hp;
+          k.context_len_min = ctx[0];
+          k.context_len_max = ctx[1];
+          k.variant_name = v.name;
+          k.seed = uint64_t(seed);
+          out.push_back(std::move(k));
+        }
+  });
 }
 
 }  // namespace

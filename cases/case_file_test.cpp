@@ -51,7 +51,8 @@ TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
   expect_error("[[write]]\nmodels = [\"nope\"]\n", "bad.toml:2: field 'models': unknown value 'nope'; expected one of");
   expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = \"kv_first\"\n",
                "bad.toml:3: field 'layouts': expected a non-empty array of strings, got a string");
-  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\nnum_tokens = [4, \"x\"]\n",
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\nnum_tokens = [4, \"x\"]\n"
+               "block_sizes = [16]\ndtypes = [\"fp16\"]\n",
                "bad.toml:4: field 'num_tokens': expected an integer element, got a string");
   expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayout = [\"kv_first\"]\n",
                "field 'layout': unknown field in [write]");
@@ -59,7 +60,13 @@ TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
                "block_sizes = [16]\ndtypes = [\"fp16\"]\nwriters = [\"w\"]\n",
                "bad.toml:3: field 'tp': tp 3 does not divide num_heads 64");
   expect_error("seeds = [1\n", "bad.toml:");
-  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\n", "field 'num_tokens': missing");
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\n", "field 'block_sizes': missing");
+  expect_error("[[pipeline]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\nblock_sizes = [16]\n"
+               "dtypes = [\"fp16\"]\nbatch_sizes = [4]\ncontext_lens = [9, 3]\nreaders = [\"r\"]\nwriters = [\"w\"]\n",
+               "bad.toml:7: field 'context_lens': expected [min, max] with min <= max");
+  expect_error("[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"kv_first\"]\nblock_sizes = [16]\n"
+               "dtypes = [\"fp16\"]\nbatch_sizes = [4]\ncontext_lens = [1, 3]\n[[attention.variants]]\nname = \"x\"\n",
+               "bad.toml:8: field 'reader': a variant names exactly one of 'reader' or 'router'");
 }
 
 TEST(CaseFile, MissingFileIsAnError) { EXPECT_THROW(load_case_file("/nonexistent/x.toml"), CaseFileError); }

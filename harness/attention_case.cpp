@@ -199,11 +199,14 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     d_cl.upload(s.context_lens.data(), size_t(S) * 4);
     uint8_t* storage = static_cast<uint8_t*>(d_cache.get()) + margin;
 
+    FusedQkv hist;                    // pipeline: the writer's input, kept for timing it
+    device::Buffer d_hist, d_slots;
     if (wr) {  // pipeline: the writer under test writes every context token
       // History tokens as a fused KV buffer (no query columns: they would only cost memory);
       // the token stride is still 2 * num_kv_heads * head_size, not contiguous.
-      const FusedQkv hist = make_fused_qkv(T, 0, c.num_kv_heads, HD, key, value, c.dtype, rng);
-      device::Buffer d_hist(hist.buf.size() * 2), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
+      hist = make_fused_qkv(T, 0, c.num_kv_heads, HD, key, value, c.dtype, rng);
+      d_hist = device::Buffer(hist.buf.size() * 2);
+      d_slots = device::Buffer(std::max<size_t>(s.slots.size(), 1) * 8);
       d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
       d_slots.upload(s.slots.data(), s.slots.size() * 8);
       const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
@@ -285,6 +288,15 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     if (nonfinite) return verdict(Status::Fail, reason::kNanOrInf, numbers);
     if (beyond) return verdict(Status::Fail, reason::kMismatch, numbers);
     r.v.detail = worst_text;
+    // kernel_us (the reader) and writer_us: after the verdict's launches and downloads. Relaunching
+    // is idempotent: the reader overwrites out and its workspace, the writer rewrites the same slots.
+    if (timing_enabled(options.timing)) {
+      r.v.kernel_us = time_kernel(options.timing, [&] { return rd->attention(&a, nullptr); }, &r.v.detail);
+      if (wr)
+        r.v.writer_us = time_kernel(options.timing, [&] {
+          return launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
+        }, &r.v.detail);
+    }
   } catch (const device::Error& e) {
     return verdict(Status::Crash, reason::kCrash, e.what());
   } catch (const std::invalid_argument& e) {

@@ -7,12 +7,14 @@
 //              end-to-end accuracy run measures, in milliseconds.
 #pragma once
 #include "registry.h"
+#include "timing.h"
 #include "verdict.h"
 
 namespace kvh {
 
 struct DecodeOptions {
   bool launch_misrouted = false;  // launch a misrouted kernel anyway and report the damage too
+  TimingOptions timing;           // a PASS is timed: the reader (kernel_us), in pipelines the writer too (writer_us)
 };
 
 /// Routing is checked before launch: a routed kernel asked for a head size

@@ -1,15 +1,18 @@
-// The `kvharness` command line: run, list, info.
+// The `kvharness` command line: run, list, info, bench, compare.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 
 #include <fmt/ranges.h>
 
+#include "bench.h"
 #include "case_file.h"
+#include "compare.h"
 #include "device.h"
 #include "filter.h"
 #include "runner.h"
@@ -77,10 +80,40 @@ int cli_main(int argc, char** argv) {
                 "launch a kernel the router picked outside its capabilities anyway; the verdict stays misroute");
   bool no_progress = false;
   run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
+  run->add_option("--timing-reps", o.timing.reps,
+                  "GPU backends: timed launches for kernel_us of each passing case (0: no timing)")
+      ->envname("KVH_TIMING_REPS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--timing-warmup", o.timing.warmup, "GPU backends: untimed launches before them")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   auto* list = app.add_subcommand("list", "print the id of every case the files and filter select");
   add_common(list, o);
   auto* info = app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
   info->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+  bench::Options bo;
+  auto* bench_cmd = app.add_subcommand(
+      "bench", "copy bandwidth, then time every writer and decode reader over a size sweep: GB/s and % of copy");
+  bench_cmd->add_option("--report-dir", bo.report_dir, "where bench.md and bench.json go")->capture_default_str();
+  bench_cmd->add_flag("--quick", bo.quick, "a small sweep (cpu backend, CI smoke test): 1 warm-up, 5 reps, 64 MiB copy");
+  auto* reps_opt = bench_cmd->add_option("--reps", bo.reps, "timed launches per measurement (default 20)")
+                       ->check(CLI::PositiveNumber);
+  auto* warmup_opt =
+      bench_cmd->add_option("--warmup", bo.warmup, "untimed launches first (default 3)")->check(CLI::NonNegativeNumber);
+  auto* copy_opt = bench_cmd->add_option("--copy-mib", bo.copy_mib, "size of the D2D copy (default 2048)")
+                       ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--rotate-mib", bo.rotate_mib,
+                        "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
+  bench_cmd->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
+  bench_cmd->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+  std::string cmp_a, cmp_b;
+  int cmp_max_only = 20;
+  auto* cmp = app.add_subcommand("compare",
+                                 "what regressed, what got fixed, between two runs; exit 1 on any verdict difference");
+  cmp->add_option("A", cmp_a, "results.json (or its report directory) of the first run")->required();
+  cmp->add_option("B", cmp_b, "results.json (or its report directory) of the second run")->required();
+  cmp->add_option("--max-only", cmp_max_only, "cases listed per only-in-one-run section (0: all)")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -91,7 +124,20 @@ int cli_main(int argc, char** argv) {
   if (o.case_files.empty()) o.case_files = {"cases/default.toml"};
 
   try {
+    if (*cmp) {
+      const auto c = compare::compare(compare::load(cmp_a), compare::load(cmp_b));
+      fmt::print("{}", compare::format(c, cmp_a, cmp_b, cmp_max_only));
+      return c.changes.empty() ? kExitPass : kExitFail;
+    }
     const Registry reg = make_registry(o);
+    if (*bench_cmd) {
+      if (bo.quick) {  // explicit options win
+        if (!*reps_opt) bo.reps = 5;
+        if (!*warmup_opt) bo.warmup = 1;
+        if (!*copy_opt) bo.copy_mib = 64;
+      }
+      return bench::bench_main(bo, reg);
+    }
     if (*info) {
       const auto i = device::info();
       fmt::print("backend        {}\ndevice         {}\narch           {}\nwave size      {}\ncompute units  {}\n",
@@ -118,6 +164,8 @@ int cli_main(int argc, char** argv) {
     o.progress = !no_progress && isatty(STDERR_FILENO);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    // Test hook: the nth device synchronize raises a sticky device fault (runner_test, ctest).
+    if (const char* n = std::getenv("KVH_INJECT_FAULT"); n && *n) device::testing::inject_fault(std::atoi(n));
     const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, g_stop);
     int pass = 0, fail = 0, unsup = 0, crash = 0;
     for (const auto& cr : rep.results) {
@@ -128,6 +176,7 @@ int cli_main(int argc, char** argv) {
     }
     fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} UNSUPPORTED{}\nreport: {}/summary.md\n", rep.results.size(),
                pass, fail, crash, unsup, rep.complete ? "" : " (INCOMPLETE)", o.report_dir);
+    if (!rep.stopped_because.empty()) fmt::print(stderr, "kvharness: run stopped: {}\n", rep.stopped_because);
     return exit_code_for(rep, reg);
   } catch (const CaseFileError& e) {
     fmt::print(stderr, "kvharness: {}\n", e.what());

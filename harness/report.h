@@ -14,6 +14,7 @@ struct RunReport {
   int compute_units = 0;
   std::string started_at, finished_at;  // ISO 8601 UTC
   bool complete = false;                // false if the run was cut short
+  std::string stopped_because;          // why it was cut short (a device fault, a signal); empty otherwise
   std::vector<std::string> case_files;
   std::string filter;
   std::vector<CaseResult> results;

@@ -20,6 +20,7 @@ std::string results_json(const RunReport& r) {
   j["started_at"] = r.started_at;
   j["finished_at"] = str_or_null(r.finished_at);
   j["complete"] = r.complete;
+  j["stopped_because"] = str_or_null(r.stopped_because);
   j["case_files"] = r.case_files;
   j["filter"] = r.filter;
   auto& cases = j["cases"] = nlohmann::json::array();
@@ -55,6 +56,7 @@ std::string results_json(const RunReport& r) {
     e["max_abs_err"] = opt(cr.v.max_abs_err);
     e["max_rel_err"] = opt(cr.v.max_rel_err);
     e["kernel_us"] = opt(cr.v.kernel_us);
+    e["writer_us"] = opt(cr.v.writer_us);
     e["bad_elements"] = cr.v.bad_elements;
     e["seed"] = c.seed;
     e["data_seed"] = std::to_string(cr.data_seed);  // 64-bit: a string keeps JSON readers exact

@@ -62,8 +62,8 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     const auto t0 = std::chrono::steady_clock::now();
     CaseResult cr;
     try {
-      cr = c.kind == CaseKind::Write ? run_write_case(c, registry)
-                                     : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted});
+      cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
+                                     : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted, o.timing});
     } catch (const std::exception& e) {
       cr.c = c;
       cr.v.status = Status::Crash;
@@ -73,15 +73,26 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cr.repro = repro_command(o, case_file_of[i], c.id());
     (cr.v.status == Status::Pass ? pass : cr.v.status == Status::Fail ? fail : other)++;
+    // A sticky device fault leaves the context unusable: every later case would CRASH too.
+    const bool device_lost = cr.v.status == Status::Crash && !device::healthy();
+    if (device_lost)
+      rep.stopped_because = fmt::format("device fault in case {} (the device is unusable after it): {}", c.id(),
+                                        cr.v.detail);
     rep.results.push_back(std::move(cr));
     if (o.progress) draw_progress(i + 1, cases.size(), pass, fail, other);
+    if (device_lost) {
+      if (o.progress) std::fprintf(stderr, "\n");
+      break;
+    }
     // Keep a partial report on disk: a fault that kills the process loses nothing already computed.
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_flush).count() > o.flush_seconds) {
       write_report_files(rep, o.report_dir);
       last_flush = std::chrono::steady_clock::now();
     }
   }
-  rep.complete = rep.results.size() == cases.size();
+  rep.complete = rep.results.size() == cases.size() && rep.stopped_because.empty();
+  if (!rep.complete && rep.stopped_because.empty())
+    rep.stopped_because = fmt::format("interrupted after {} of {} cases", rep.results.size(), cases.size());
   rep.finished_at = utc_now();
   write_report_files(rep, o.report_dir);
   return rep;

@@ -9,6 +9,7 @@
 
 #include "registry.h"
 #include "report.h"
+#include "timing.h"
 
 namespace kvh {
 
@@ -26,14 +27,19 @@ struct RunOptions {
   std::vector<std::string> providers;
   double flush_seconds = 2.0;        // how often the partial report is rewritten
   bool launch_misrouted = false;     // launch misrouted kernels anyway and report the damage
+  TimingOptions timing;              // kernel_us of passing cases (GPU backends; reps 0: off)
 };
 
 /// The command line that re-runs case `id` alone under `o`.
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id);
 
 /// Runs `cases` (which came from o.case_files) and writes the report. A case
-/// that throws becomes CRASH and the run goes on; `stop` set from outside
-/// (SIGINT) ends the run after the current case with complete = false.
+/// that throws becomes CRASH and the run goes on, unless the device is lost
+/// (a sticky fault such as an illegal address: device::healthy() is false
+/// after the CRASH): then the run stops there, with every verdict so far in
+/// the report, complete = false and stopped_because naming the case. `stop`
+/// set from outside (SIGINT) ends the run after the current case with
+/// complete = false.
 RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
                     const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop);
 

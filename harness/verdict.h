@@ -30,7 +30,8 @@ struct Verdict {
   std::string reason;              // empty for PASS
   std::string detail;              // one paragraph a human can act on
   std::optional<double> max_abs_err, max_rel_err;
-  std::optional<double> kernel_us;
+  std::optional<double> kernel_us;     // median µs of the kernel (pipeline: the reader); GPU backends, PASS only
+  std::optional<double> writer_us;     // pipeline: median µs of the writer
   int64_t bad_elements = 0;
 };
 

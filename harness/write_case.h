@@ -3,13 +3,15 @@
 // reference writer on the host, and the byte-exact verdict.
 #pragma once
 #include "registry.h"
+#include "timing.h"
 #include "verdict.h"
 
 namespace kvh {
 
 /// Never throws for a kernel's misbehaviour: launch errors are FAIL
 /// launch_error, device faults CRASH; impossible configurations UNSUPPORTED.
-CaseResult run_write_case(const Case& c, const Registry& registry);
+/// A PASS is then timed (kernel_us) under `timing` (see timing.h).
+CaseResult run_write_case(const Case& c, const Registry& registry, const TimingOptions& timing = {});
 
 /// Blocks of a write case's cache: room for every token twice over, so that
 /// slots land on random, non-consecutive blocks; the large suite has more

@@ -14,9 +14,7 @@ namespace {
 
 Registry registry_with_planted() {
   Registry r;
-  int32_t n = 0;
-  const kvh_kernel_desc* d = kvh_planted_writers(&n);
-  for (int32_t i = 0; i < n; ++i) r.add(d[i], "planted");
+  r.add_provider(kvh_planted_writers, "planted");
   return r;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -21,8 +22,22 @@ struct Info {
 Info info();
 
 /// A runtime call failed; what() names the call and the runtime's error text.
+/// device_lost(): the failure is sticky (a kernel hit an illegal address, an
+/// illegal instruction, ...): the device context is unusable for the rest of
+/// the process, and the run must stop (see healthy()).
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what, bool device_lost = false)
+      : std::runtime_error(what), device_lost_(device_lost) {}
+  bool device_lost() const { return device_lost_; }
+
+ private:
+  bool device_lost_;
+};
+
+/// A launcher returned a non-zero code while being timed (the device is fine).
+struct LaunchError : Error {
+  LaunchError(const std::string& what, int code) : Error(what), code(code) {}
+  int code;
 };
 
 /// Owns `bytes` bytes of device memory. Throws Error when allocation fails.
@@ -45,8 +60,50 @@ class Buffer {
   size_t bytes_ = 0;
 };
 
-/// Waits for all device work; throws Error with the runtime's text if it failed.
+/// Waits for all device work; throws Error with the runtime's text if it failed
+/// (device_lost() set when the failure is sticky).
 void synchronize();
+/// False once the device context is unusable: a sticky fault (probed by
+/// clearing the last error and synchronising again: a sticky error comes
+/// back), or a fault injected through testing::inject_fault.
+bool healthy();
+/// Bytes of device memory currently owned by Buffer objects (hygiene checks).
+size_t live_bytes();
+/// Device-to-device copy of `bytes` bytes (ordered with kernel launches).
+void copy_d2d(void* dst, const void* src, size_t bytes);
+/// Fills `count` 16-bit elements at device address `dst` with finite,
+/// non-zero values of magnitude 2^-4..2^3 (f16 bits, or bf16 when `bf16`)
+/// derived from `seed`, on the device: for inputs of many gigabytes that only
+/// need to be valid numbers (kvharness bench).
+void fill_random16(void* dst, size_t count, bool bf16, uint64_t seed);
+
+/// What time_launches measured, microseconds per launch.
+struct Timing {
+  double median_us = 0, min_us = 0, max_us = 0;
+  int reps = 0;
+};
+/// Times `launch` (enqueues one run of a kernel, or of several, on the null
+/// stream and returns 0 or a runtime error code): `warmup` untimed runs, then
+/// `reps` (>= 1) timed runs. GPU backends bracket each run with a pair of
+/// device events (all recorded back to back, one synchronize at the end), so
+/// host launch overhead counts only where the device would otherwise idle;
+/// the cpu backend times launch + synchronize on the host steady clock.
+/// Throws LaunchError naming the code if `launch` returns non-zero, Error if
+/// the device faults.
+Timing time_launches(const std::function<int()>& launch, int warmup, int reps);
+/// time_launches(...).median_us.
+double time_median_us(const std::function<int()>& launch, int warmup, int reps);
+
+/// Test hooks (every backend): simulate a sticky device fault.
+namespace testing {
+/// The nth call of synchronize() from now (1: the next) throws Error with
+/// device_lost() set, as if a kernel had hit an illegal address; from then on
+/// every checked runtime call throws the same way and healthy() is false,
+/// until clear_fault(). n <= 0 disarms. `kvharness run` arms it from the
+/// environment variable KVH_INJECT_FAULT=n (for the end-to-end test).
+void inject_fault(int nth_synchronize);
+void clear_fault();
+}  // namespace testing
 /// Text for an error code a launcher returned.
 std::string error_text(int code);
 /// cpu backend only: sets lanes per wavefront (32 or 64) and the random

@@ -1,25 +1,75 @@
 #include "device.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "kvh_runtime.h"
 
 namespace kvh::device {
 
 namespace {
-void check(hipError_t e, const char* what) {
-  if (e != hipSuccess) throw Error(std::string(what) + " failed: " + hipGetErrorString(e));
+
+std::atomic<size_t> g_live_bytes{0};
+// testing::inject_fault: synchronize() calls left before the fault (0: disarmed), and whether it fired.
+std::atomic<int> g_fault_countdown{0};
+std::atomic<bool> g_faulted{false};
+
+constexpr const char* kInjectedText =
+    "an illegal memory access was encountered (fault injected by testing::inject_fault / KVH_INJECT_FAULT)";
+
+// A sticky error survives clearing the last error: the next synchronize returns it again.
+bool context_lost() {
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  (void)hipGetLastError();
+  return hipDeviceSynchronize() != hipSuccess;
+#else
+  return false;  // host runtime: a kernel that throws fails its own launch only
+#endif
 }
+
+[[noreturn]] void throw_injected(const char* what) {
+  throw Error(std::string(what) + " failed: " + kInjectedText, true);
+}
+
+void check(hipError_t e, const char* what) {
+  if (g_faulted) throw_injected(what);
+  if (e == hipSuccess) return;
+  const bool lost = context_lost();
+  throw Error(std::string(what) + " failed: " + hipGetErrorString(e) +
+                  (lost ? " (sticky: the device context is lost)" : ""),
+              lost);
+}
+
+__global__ void fill_random16_kernel(uint16_t* dst, uint64_t count, int bf16, uint64_t seed) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const unsigned sign = unsigned(z >> 63) << 15, e = unsigned((z >> 32) & 7u);  // magnitude 2^(e-4)
+    dst[i] = bf16 ? uint16_t(sign | ((123u + e) << 7) | unsigned(z & 0x7Fu))
+                  : uint16_t(sign | ((11u + e) << 10) | unsigned(z & 0x3FFu));
+  }
+}
+KVH_DECLARE_BARRIER_FREE(fill_random16_kernel);
+
 }  // namespace
 
-Buffer::Buffer(size_t bytes) : bytes_(bytes) { check(hipMalloc(&ptr_, bytes), "hipMalloc"); }
+Buffer::Buffer(size_t bytes) : bytes_(bytes) {
+  if (g_faulted) throw_injected("hipMalloc");
+  check(hipMalloc(&ptr_, bytes), "hipMalloc");
+  g_live_bytes += bytes_;
+}
 Buffer::~Buffer() {
-  if (ptr_) (void)hipFree(ptr_);
+  if (ptr_) (void)hipFree(ptr_), g_live_bytes -= bytes_;
 }
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) (void)hipFree(ptr_);
+    if (ptr_) (void)hipFree(ptr_), g_live_bytes -= bytes_;
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     o.ptr_ = nullptr;
@@ -33,9 +83,103 @@ void Buffer::download(void* host, size_t bytes) const {
 }
 
 void synchronize() {
+  if (g_fault_countdown > 0 && --g_fault_countdown == 0) {
+    g_faulted = true;
+    throw_injected("hipDeviceSynchronize");
+  }
   check(hipDeviceSynchronize(), "hipDeviceSynchronize");
   check(hipGetLastError(), "kernel");
 }
+
+bool healthy() { return !g_faulted && !context_lost(); }
+
+size_t live_bytes() { return g_live_bytes; }
+
+void copy_d2d(void* dst, const void* src, size_t bytes) {
+  check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToDevice), "hipMemcpy D2D");
+}
+
+void fill_random16(void* dst, size_t count, bool bf16, uint64_t seed) {
+  if (count == 0) return;
+  const unsigned threads = 256;
+  const uint64_t blocks = std::min<uint64_t>((count + threads - 1) / threads, 8192);
+  hipLaunchKernelGGL(fill_random16_kernel, dim3(unsigned(blocks)), dim3(threads), 0, 0, static_cast<uint16_t*>(dst),
+                     uint64_t(count), int(bf16), seed);
+  check(hipGetLastError(), "fill_random16 launch");
+}
+
+namespace {
+// Destroys the events of one time_launches call however it ends.
+struct Events {
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  std::vector<hipEvent_t> ev;
+  explicit Events(int n) {
+    ev.reserve(size_t(n));
+    for (int i = 0; i < n; ++i) {
+      hipEvent_t e;
+      check(hipEventCreate(&e), "hipEventCreate");
+      ev.push_back(e);
+    }
+  }
+  ~Events() {
+    for (hipEvent_t e : ev) (void)hipEventDestroy(e);
+  }
+#endif
+};
+}  // namespace
+
+Timing time_launches(const std::function<int()>& launch, int warmup, int reps) {
+  if (reps < 1) throw std::invalid_argument("time_launches: reps must be at least 1");
+  auto run = [&] {
+    const int rc = launch();
+    if (rc == 0) return;
+    if (context_lost()) throw Error("launch returned " + error_text(rc) + " while being timed (sticky: the device context is lost)", true);
+    throw LaunchError("launch returned " + error_text(rc) + " while being timed", rc);
+  };
+  for (int i = 0; i < warmup; ++i) run();
+  synchronize();
+  std::vector<double> us(static_cast<size_t>(reps), 0.0);
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  Events events(2 * reps);
+  for (int i = 0; i < reps; ++i) {
+    check(hipEventRecord(events.ev[size_t(2 * i)], 0), "hipEventRecord");
+    run();
+    check(hipEventRecord(events.ev[size_t(2 * i + 1)], 0), "hipEventRecord");
+  }
+  synchronize();  // a fault in a timed run surfaces here, with device_lost() set
+  for (int i = 0; i < reps; ++i) {
+    float ms = 0;
+    check(hipEventElapsedTime(&ms, events.ev[size_t(2 * i)], events.ev[size_t(2 * i + 1)]), "hipEventElapsedTime");
+    us[size_t(i)] = double(ms) * 1000.0;
+  }
+#else
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    synchronize();
+    us[size_t(i)] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+#endif
+  std::sort(us.begin(), us.end());
+  Timing t;
+  t.reps = reps;
+  t.min_us = us.front();
+  t.max_us = us.back();
+  t.median_us = reps % 2 ? us[size_t(reps / 2)] : 0.5 * (us[size_t(reps / 2 - 1)] + us[size_t(reps / 2)]);
+  return t;
+}
+
+double time_median_us(const std::function<int()>& launch, int warmup, int reps) {
+  return time_launches(launch, warmup, reps).median_us;
+}
+
+namespace testing {
+void inject_fault(int nth_synchronize) { g_fault_countdown = nth_synchronize > 0 ? nth_synchronize : 0; }
+void clear_fault() {
+  g_fault_countdown = 0;
+  g_faulted = false;
+}
+}  // namespace testing
 
 std::string error_text(int code) {
 #if !defined(KVH_BACKEND_HIP) && !defined(KVH_BACKEND_CUDA)

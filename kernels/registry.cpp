@@ -8,22 +8,20 @@ extern "C" const kvh_kernel_desc* kvh_builtin_kernels(int32_t* count);
 
 namespace kvh {
 
-namespace {
-void add_all(Registry& r, kvh_provider_fn fn, const std::string& origin) {
+void Registry::add_provider(kvh_provider_fn provider, const std::string& origin) {
   int32_t n = 0;
-  const kvh_kernel_desc* d = fn(&n);
-  for (int32_t i = 0; i < n; ++i) r.add(d[i], origin);
+  const kvh_kernel_desc* d = provider(&n);
+  for (int32_t i = 0; i < n; ++i) add(d[i], origin);
 }
-}  // namespace
 
-Registry::Registry() { add_all(*this, kvh_builtin_kernels, "builtin"); }
+Registry::Registry() { add_provider(kvh_builtin_kernels, "builtin"); }
 
 void Registry::load_provider(const std::string& path) {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw std::runtime_error("provider " + path + ": cannot open: " + dlerror());
   auto fn = reinterpret_cast<kvh_provider_fn>(dlsym(h, KVH_PROVIDER_SYMBOL));
   if (!fn) throw std::runtime_error("provider " + path + ": no symbol " KVH_PROVIDER_SYMBOL);
-  add_all(*this, fn, path);
+  add_provider(fn, path);
 }
 
 void Registry::add(const kvh_kernel_desc& desc, const std::string& origin) {

@@ -18,6 +18,8 @@ class Registry {
   /// version, or offers a name that is already registered.
   void load_provider(const std::string& path);
   void add(const kvh_kernel_desc& desc, const std::string& origin);
+  /// Adds every kernel `provider` lists (what load_provider does after dlopen).
+  void add_provider(kvh_provider_fn provider, const std::string& origin);
   /// nullptr when no kernel has that name.
   const kvh_kernel_desc* find(const std::string& name) const;
   std::vector<std::string> names() const;

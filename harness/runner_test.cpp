@@ -1,0 +1,175 @@
+// The runner under device faults, and kernel timing, on any backend:
+//   - a sticky device fault (injected: testing::inject_fault makes the nth
+//     device::synchronize throw as an illegal address would) turns that case
+//     into CRASH with the error text, stops the run, keeps every verdict so
+//     far in results.json with complete = false, and the exit code is 1;
+//   - a case that throws without losing the device is CRASH and the run goes on;
+//   - kernel_us: null on cpu by default, measured when asked (host clock).
+#include "runner.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "attention_case.h"
+#include "device.h"
+#include "write_case.h"
+
+namespace kvh {
+namespace {
+
+Case write_case(const std::string& writer, int64_t tokens = 32) {
+  Case c;
+  c.model = "test";
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_size = 64;
+  c.layout = Scheme::KvFirst;
+  c.block_size = 16;
+  c.batch_size = tokens;
+  c.writer = writer;
+  c.seed = 5;
+  return c;
+}
+
+Case pipeline_case() {
+  Case c = write_case("reshape_and_cache_shuffle");
+  c.kind = CaseKind::Pipeline;
+  c.batch_size = 2;
+  c.reader = "paged_attention_rocm";
+  c.context_len_min = 20;
+  c.context_len_max = 40;
+  return c;
+}
+
+std::string temp_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("kvh_runner_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+struct FaultGuard {
+  ~FaultGuard() { device::testing::clear_fault(); }
+};
+
+TEST(Runner, StickyDeviceFaultEndsTheRunCleanly) {
+  FaultGuard guard;
+  const Registry reg;
+  std::vector<Case> cases;
+  for (int64_t t : {16, 24, 32, 40}) cases.push_back(write_case("reshape_and_cache_flash", t));
+  const std::vector<std::string> files(cases.size(), "test.toml");
+  RunOptions o;
+  o.report_dir = temp_dir("fault");
+  const size_t live_before = device::live_bytes();
+  device::testing::inject_fault(2);  // one synchronize per write case: the second case faults
+  const std::atomic<bool> stop{false};
+  const RunReport rep = run_cases(cases, files, reg, o, stop);
+
+  ASSERT_EQ(rep.results.size(), 2u);  // stopped right after the faulting case
+  EXPECT_EQ(rep.results[0].v.status, Status::Pass);
+  EXPECT_EQ(rep.results[1].v.status, Status::Crash);
+  EXPECT_EQ(rep.results[1].v.reason, reason::kCrash);
+  EXPECT_NE(rep.results[1].v.detail.find("illegal memory access"), std::string::npos) << rep.results[1].v.detail;
+  EXPECT_FALSE(rep.complete);
+  EXPECT_NE(rep.stopped_because.find(cases[1].id()), std::string::npos) << rep.stopped_because;
+  EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
+  EXPECT_FALSE(device::healthy());
+  EXPECT_EQ(device::live_bytes(), live_before);  // every buffer of the crashed case was freed
+
+  const auto j = read_json(o.report_dir + "/results.json");
+  EXPECT_EQ(j["complete"], false);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(j["cases"][0]["verdict"], "PASS");
+  EXPECT_EQ(j["cases"][1]["verdict"], "CRASH");
+  EXPECT_TRUE(j["stopped_because"].is_string());
+
+  device::testing::clear_fault();
+  EXPECT_TRUE(device::healthy());
+  std::filesystem::remove_all(o.report_dir);
+}
+
+TEST(Runner, FaultAtTheLastCaseStillMarksTheRunIncomplete) {
+  FaultGuard guard;
+  const Registry reg;
+  const std::vector<Case> cases = {write_case("reshape_and_cache_flash"), pipeline_case()};
+  RunOptions o;
+  o.report_dir = temp_dir("fault_last");
+  device::testing::inject_fault(2);  // the pipeline's writer synchronize
+  const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<bool>{false});
+  ASSERT_EQ(rep.results.size(), 2u);
+  EXPECT_EQ(rep.results[1].v.status, Status::Crash);
+  EXPECT_FALSE(rep.complete);
+  EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
+  std::filesystem::remove_all(o.report_dir);
+}
+
+int throwing_writer(const kvh_write_args*, void*) { throw std::runtime_error("the harness's own bug"); }
+
+TEST(Runner, ACrashThatKeepsTheDeviceUsableDoesNotStopTheRun) {
+  Registry reg;
+  kvh_kernel_desc d{KVH_ABI_VERSION, "test_throwing_writer", "throws", KVH_ROLE_WRITER, KVH_CACHE_NHD, 0,
+                    throwing_writer, nullptr, nullptr, nullptr, 0, {}};
+  reg.add(d, "test");
+  const std::vector<Case> cases = {write_case("test_throwing_writer"), write_case("reshape_and_cache_flash")};
+  RunOptions o;
+  o.report_dir = temp_dir("nonsticky");
+  const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<bool>{false});
+  ASSERT_EQ(rep.results.size(), 2u);
+  EXPECT_EQ(rep.results[0].v.status, Status::Crash);
+  EXPECT_EQ(rep.results[1].v.status, Status::Pass);
+  EXPECT_TRUE(rep.complete);
+  EXPECT_TRUE(rep.stopped_because.empty());
+  std::filesystem::remove_all(o.report_dir);
+}
+
+TEST(Timing, KernelTimeIsNullOnCpuUnlessAsked) {
+  const Registry reg;
+  if (device::info().backend != "cpu") GTEST_SKIP() << "GPU backends time by default";
+  EXPECT_FALSE(run_write_case(write_case("reshape_and_cache_flash"), reg).v.kernel_us.has_value());
+  TimingOptions t;
+  t.warmup = 1;
+  t.reps = 3;
+  t.on_cpu = true;
+  const CaseResult w = run_write_case(write_case("reshape_and_cache_flash"), reg, t);
+  EXPECT_EQ(w.v.status, Status::Pass);
+  ASSERT_TRUE(w.v.kernel_us.has_value());
+  EXPECT_GT(*w.v.kernel_us, 0);
+
+  DecodeOptions d;
+  d.timing = t;
+  const CaseResult p = run_decode_case(pipeline_case(), reg, d);
+  EXPECT_EQ(p.v.status, Status::Pass) << p.v.detail;
+  EXPECT_TRUE(p.v.kernel_us.has_value());
+  EXPECT_TRUE(p.v.writer_us.has_value());
+  t.reps = 0;
+  EXPECT_FALSE(run_write_case(write_case("reshape_and_cache_flash"), reg, t).v.kernel_us.has_value());
+}
+
+TEST(Timing, TimeLaunchesCountsAndReportsLaunchErrors) {
+  int calls = 0;
+  const device::Timing t = device::time_launches([&] { ++calls; return 0; }, 2, 21);
+  EXPECT_EQ(calls, 23);
+  EXPECT_EQ(t.reps, 21);
+  EXPECT_LE(t.min_us, t.median_us);
+  EXPECT_LE(t.median_us, t.max_us);
+  try {
+    device::time_launches([] { return 1; }, 0, 20);
+    FAIL() << "no LaunchError";
+  } catch (const device::LaunchError& e) {
+    EXPECT_EQ(e.code, 1);
+    EXPECT_FALSE(e.device_lost());
+  }
+  EXPECT_THROW(device::time_launches([] { return 0; }, 0, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kvh
