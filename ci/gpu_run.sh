@@ -5,15 +5,17 @@
 #
 #   OUT=/some/dir bash ci/gpu_run.sh [CPU_DEFAULT_RESULTS_JSON] [CPU_SEEDPR_RESULTS_JSON]
 #
-# Steps (all run even when one fails; STEPS selects, default all of them):
+# Steps, in this order (all run even when one fails; STEPS selects, default
+# all of them; each call is self-contained, so a session can be split, e.g.
+# STEPS="info tests seedpr bench compare", then STEPS="default compare"):
 #   info     kvharness info (+ nvidia-smi when present)
 #   tests    the cuda build's GoogleTest binaries (runner_test: timing, device
 #            faults, bench byte counts, compare; harness_test: write cases)
 #   default  kvharness run cases/default.toml
 #   seedpr   kvharness run cases/seed-pr.toml
 #   bench    kvharness bench (copy bandwidth, writers and decode readers)
-#   compare  kvharness compare CPU GPU for each suite whose CPU results.json
-#            was given (exit 1 on any verdict difference)
+#   compare  right after each suite whose CPU results.json was given:
+#            kvharness compare CPU GPU (exit 1 on any verdict difference)
 # Each run is timed with date +%s.%N. The device tool brings back at most 8
 # files from $OUT, so reports are written to $WORK and only these are copied
 # to $OUT (flat):
@@ -98,9 +100,10 @@ if want tests; then
   done
 fi
 
-# run_suite NAME CASE_FILE
+# run_suite NAME CASE_FILE CPU_RESULTS_JSON: run, keep the files, compare with the CPU verdicts.
+: > "$WORK/compare.md"
 run_suite() {
-  local name=$1 file=$2
+  local name=$1 file=$2 cpu=$3
   rm -rf "${WORK:?}/$name"
   # shellcheck disable=SC2086  # RUN_ARGS is a list of options
   step "$name" "$KVH" run "$file" --no-progress --report-dir "$WORK/$name" ${RUN_ARGS:-} || FAILED=1
@@ -112,39 +115,32 @@ run_suite() {
       cp "$WORK/$name/results.json" "$OUT/$name-results.json"
     fi
   fi
+  want compare || return 0
+  if [[ -z "$cpu" ]]; then
+    log "compare $name: no CPU results.json given, skipped"
+    return 0
+  fi
+  if [[ ! -f "$cpu" || ! -f "$WORK/$name/results.json" ]]; then
+    log "compare $name: missing $cpu or $WORK/$name/results.json"
+    FAILED=1
+    return 0
+  fi
+  step "compare:$name" "$KVH" compare "$cpu" "$WORK/$name/results.json" --max-only 50 || FAILED=1
+  {
+    echo "### $name: CPU vs GPU verdicts"
+    echo '```'
+    head -3 "$WORK/step-compare_$name.out"
+    echo '```'
+  } >> "$WORK/compare.md"
 }
-want default && run_suite default cases/default.toml
-want seedpr && run_suite seedpr cases/seed-pr.toml
+want default && run_suite default cases/default.toml "$CPU_DEFAULT"
+want seedpr && run_suite seedpr cases/seed-pr.toml "$CPU_SEEDPR"
 
 if want bench; then
   rm -rf "${WORK:?}/bench"
   # shellcheck disable=SC2086
   step bench "$KVH" bench --report-dir "$WORK/bench" ${BENCH_ARGS:-} || FAILED=1
   for f in bench.md bench.json; do [[ -f "$WORK/bench/$f" ]] && cp "$WORK/bench/$f" "$OUT/$f"; done
-fi
-
-: > "$WORK/compare.md"
-if want compare; then
-  for pair in "default:$CPU_DEFAULT" "seedpr:$CPU_SEEDPR"; do
-    name=${pair%%:*}
-    cpu=${pair#*:}
-    if [[ -z "$cpu" ]]; then
-      log "compare $name: no CPU results.json given, skipped"
-      continue
-    fi
-    if [[ ! -f "$cpu" || ! -f "$WORK/$name/results.json" ]]; then
-      log "compare $name: missing $cpu or $WORK/$name/results.json"
-      FAILED=1
-      continue
-    fi
-    step "compare:$name" "$KVH" compare "$cpu" "$WORK/$name/results.json" --max-only 50 || FAILED=1
-    {
-      echo "### $name: CPU $cpu vs GPU"
-      echo '```'
-      "$KVH" compare "$cpu" "$WORK/$name/results.json" --max-only 0 2>&1 | head -3
-      echo '```'
-    } >> "$WORK/compare.md"
-  done
 fi
 
 {
