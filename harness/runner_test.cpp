@@ -69,6 +69,7 @@ TEST(Runner, StickyDeviceFaultEndsTheRunCleanly) {
   const std::vector<std::string> files(cases.size(), "test.toml");
   RunOptions o;
   o.report_dir = temp_dir("fault");
+  o.timing.reps = 0;  // GPU backends: timing would add synchronize calls
   const size_t live_before = device::live_bytes();
   device::testing::inject_fault(2);  // one synchronize per write case: the second case faults
   const std::atomic<bool> stop{false};
@@ -103,6 +104,7 @@ TEST(Runner, FaultAtTheLastCaseStillMarksTheRunIncomplete) {
   const std::vector<Case> cases = {write_case("reshape_and_cache_flash"), pipeline_case()};
   RunOptions o;
   o.report_dir = temp_dir("fault_last");
+  o.timing.reps = 0;
   device::testing::inject_fault(2);  // the pipeline's writer synchronize
   const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<bool>{false});
   ASSERT_EQ(rep.results.size(), 2u);
