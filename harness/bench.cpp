@@ -286,7 +286,7 @@ Result run(const Options& o, const Registry& registry) {
   res.memory_bytes = info.memory_bytes;
   res.started_at = utc_now();
   res.options = o;
-  if (res.options.rotate_mib < 0) res.options.rotate_mib = rotate_bytes(o) / double(kMiB);
+  res.options.rotate_mib = rotate_bytes(o) / double(kMiB);  // resolved once (device::info() is slow on CUDA)
   const Sweep sw = sweep(o.quick);
   try {
     // 1. Copy bandwidth.
@@ -317,7 +317,7 @@ Result run(const Options& o, const Registry& registry) {
           base.cache_format = cache_format_name(w->cache_format);
           base.num_tokens = T, base.num_heads = 32, base.num_kv_heads = 8, base.head_size = D;
           base.bytes = writer_bytes(T, 8, D, kElem);
-          res.rows.push_back(guarded(base, [&] { return measure_writer(*w, T, 8, D, o, res.copy_gbps); }));
+          res.rows.push_back(guarded(base, [&] { return measure_writer(*w, T, 8, D, res.options, res.copy_gbps); }));
         }
     }
     // 3. Decode-attention readers.
@@ -336,7 +336,7 @@ Result run(const Options& o, const Registry& registry) {
               base.num_seqs = S, base.context_len = C, base.num_heads = NH, base.num_kv_heads = H, base.head_size = D;
               base.bytes = attention_bytes(S, C, NH, H, D, kBlockSize, kElem);
               res.rows.push_back(
-                  guarded(base, [&] { return measure_reader(*rd, S, C, NH, H, D, o, res.copy_gbps); }));
+                  guarded(base, [&] { return measure_reader(*rd, S, C, NH, H, D, res.options, res.copy_gbps); }));
             }
         }
     }
@@ -395,7 +395,8 @@ std::string markdown(const Result& r) {
         "cache. GB = 10^9 bytes.\n";
   const auto summary = large_summary(r);
   if (!summary.empty()) {
-    md += fmt::format("\n## Large sizes (>= {} MB moved)\n\n| kernel | rows | min % | median % | max % | target | met |\n"
+    md += fmt::format("\n## Large sizes (>= {} MB moved)\n\n"
+                      "| kernel | rows | min % | median % | max % | target | met |\n"
                       "| --- | --- | --- | --- | --- | --- | --- |\n",
                       mb(kLargeBytes));
     for (const Summary& s : summary) {

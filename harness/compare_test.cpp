@@ -6,7 +6,9 @@
 namespace kvh::compare {
 namespace {
 
-nlohmann::json run(std::vector<std::tuple<std::string, std::string, std::string, std::string>> cases, bool complete = true) {
+using Row = std::tuple<std::string, std::string, std::string, std::string>;  // id, verdict, reason, writer
+
+nlohmann::json run(std::vector<Row> cases, bool complete = true) {
   nlohmann::json j;
   j["schema"] = "kvharness.results/1";
   j["backend"] = "cpu";

@@ -47,7 +47,8 @@ Case pipeline_case() {
 }
 
 std::string temp_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("kvh_runner_test_" + name + "_" + std::to_string(::getpid()));
+  const auto d =
+      std::filesystem::temp_directory_path() / ("kvh_runner_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   return d.string();
 }

@@ -133,7 +133,8 @@ Timing time_launches(const std::function<int()>& launch, int warmup, int reps) {
   auto run = [&] {
     const int rc = launch();
     if (rc == 0) return;
-    if (context_lost()) throw Error("launch returned " + error_text(rc) + " while being timed (sticky: the device context is lost)", true);
+    if (context_lost())
+      throw Error("launch returned " + error_text(rc) + " while being timed (sticky: the device context is lost)", true);
     throw LaunchError("launch returned " + error_text(rc) + " while being timed", rc);
   };
   for (int i = 0; i < warmup; ++i) run();
