@@ -103,6 +103,22 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const std:
 
 }  // namespace
 
+int64_t target_compute_units(const std::string& target) {
+  if (target.empty()) return device::info().compute_units;
+  if (target.rfind("cus=", 0) == 0) {
+    size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(target.substr(4), &used);
+    } catch (const std::exception&) {
+    }
+    if (n < 1 || used != target.size() - 4)
+      throw std::invalid_argument("target '" + target + "': expected cus=N with N >= 1");
+    return n;
+  }
+  return routing::compute_units_of(target);
+}
+
 CaseResult run_decode_case(const Case& c, const Registry& registry, const DecodeOptions& options) {
   CaseResult r;
   r.c = c;
@@ -124,7 +140,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       in.head_size = c.head_size;
       in.cache_dtype = c.dtype == DType::F16 ? routing::CacheDtype::fp16 : routing::CacheDtype::bf16;
       in.high_precision = c.high_precision;
-      in.compute_units = c.target.empty() ? device::info().compute_units : routing::compute_units_of(c.target);
+      in.compute_units = target_compute_units(c.target);
       const routing::RouteDecision d = routing::route(c.router_policy, in);
       reader = d.reader;
       r.route_reason = d.reason;

@@ -17,6 +17,11 @@ struct DecodeOptions {
   TimingOptions timing;           // a PASS is timed: the reader (kernel_us), in pipelines the writer too (writer_us)
 };
 
+/// Compute units the router assumes for `target`: a named target (MI300X,
+/// MI325X, MI355X), "cus=N" for a what-if, or "" for the device's own.
+/// Throws std::invalid_argument naming the known targets.
+int64_t target_compute_units(const std::string& target);
+
 /// Routing is checked before launch: a routed kernel asked for a head size
 /// outside its declared capabilities is FAIL misroute. Never throws for a
 /// kernel's misbehaviour (launch errors FAIL launch_error, device faults CRASH).

@@ -11,7 +11,9 @@
 #include <fmt/ranges.h>
 
 #include "bench.h"
+#include "attention_case.h"
 #include "case_file.h"
+#include "router.h"
 #include "compare.h"
 #include "device.h"
 #include "filter.h"
@@ -43,6 +45,17 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
         if (!name.empty() && !reg.find(name))
           throw CaseFileError(fmt::format("{}: {} '{}': no kernel of that name is registered; known: {}", c.source,
                                           field, name, fmt::join(reg.names(), ", ")));
+      if (!c.router_policy.empty()) {
+        const auto& known = routing::policy_names();
+        if (std::find(known.begin(), known.end(), c.router_policy) == known.end())
+          throw CaseFileError(fmt::format("{}: router '{}': unknown policy; known: {}", c.source, c.router_policy,
+                                          fmt::join(known, ", ")));
+        try {
+          if (!c.target.empty()) target_compute_units(c.target);
+        } catch (const std::invalid_argument& e) {
+          throw CaseFileError(fmt::format("{}: field 'target': {}", c.source, e.what()));
+        }
+      }
       if (!filter.matches(c) || !seen.insert(c.id()).second) continue;
       out.cases.push_back(c);
       out.file_of.push_back(file);
