@@ -176,3 +176,31 @@ TEST(Timing, TimeLaunchesCountsAndReportsLaunchErrors) {
 
 }  // namespace
 }  // namespace kvh
+
+namespace kvh {
+namespace {
+
+CaseResult result_of(const std::string& writer, const std::string& router, Status s) {
+  CaseResult cr;
+  cr.c.writer = writer;
+  cr.c.router_policy = router;
+  cr.v.status = s;
+  return cr;
+}
+
+TEST(Runner, ExitCodeIgnoresRegressionFixturesOnly) {
+  Registry reg;
+  RunReport rep;
+  rep.complete = true;
+  rep.results = {result_of("reshape_and_cache_shuffle", "aiter-v0.1.12", Status::Pass),
+                 result_of("fixture_shuffle_contiguous", "", Status::Fail),
+                 result_of("reshape_and_cache_shuffle", "aiter-v0.1.10.post3", Status::Fail)};
+  EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "fixture writer and old router fail by design";
+  rep.results.push_back(result_of("reshape_and_cache_shuffle", "aiter-v0.1.12", Status::Fail));
+  EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
+  rep.results = {result_of("reshape_and_cache", "", Status::Unsupported)};
+  EXPECT_EQ(exit_code_for(rep, reg), kExitNothingRunnable);
+}
+
+}  // namespace
+}  // namespace kvh

@@ -55,6 +55,12 @@ const std::vector<std::string>& policy_names() {
   return names;
 }
 
+bool is_regression_fixture(const std::string& policy) {
+  for (const auto& p : kPolicies)
+    if (policy == p.name) return !p.asm_only_head_size_128;
+  return false;
+}
+
 const std::vector<std::string>& target_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;

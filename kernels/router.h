@@ -52,6 +52,11 @@ RouteDecision route(const std::string& policy, const RouteInput& in);
 /// The policy names, oldest first: {"aiter-v0.1.10.post3", "aiter-v0.1.12"}.
 const std::vector<std::string>& policy_names();
 
+/// True for a policy kept as a regression fixture: known to misroute (the
+/// old aiter-v0.1.10.post3 rule sends head_size != 128 to the 128-only kernel).
+/// Its FAILs are expected and do not change kvharness's exit code.
+bool is_regression_fixture(const std::string& policy);
+
 /// Compute units of a named target, for routing what-ifs: MI300X 304,
 /// MI325X 304, MI355X 256 (AMD specifications). Throws std::invalid_argument
 /// for another name, listing the known ones.
