@@ -1,5 +1,7 @@
 #include "compare.h"
 
+#include "router.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -19,7 +21,7 @@ std::string str(const nlohmann::json& e, const char* key) {
 bool is_fixture(const nlohmann::json& e) {
   for (const char* k : {"writer", "reader", "routed_to"})
     if (str(e, k).rfind("fixture_", 0) == 0) return true;
-  return false;
+  return routing::is_regression_fixture(str(e, "router_policy"));
 }
 
 std::string outcome(const nlohmann::json& e) {
