@@ -50,6 +50,14 @@ TEST(WriteCase, StrideAwareWritersPassEveryLayoutTheirFormatHas) {
       }
 }
 
+TEST(WriteCase, FlashWriterTakesTheElementPathForHeadSizesNotAMultipleOf8) {
+  Registry reg;
+  for (Scheme s : kLayouts) {
+    CaseResult r = run_write_case(write_case("reshape_and_cache_flash", s, 68), reg);
+    EXPECT_EQ(r.v.status, Status::Pass) << to_string(s) << ": " << r.v.detail;
+  }
+}
+
 TEST(WriteCase, ContiguousFixtureFailsExactlyWhereTheBlockStrideDiffers) {
   Registry reg;
   for (Scheme s : {Scheme::Separate, Scheme::KvFirst, Scheme::Offset})

@@ -1,7 +1,9 @@
 // reshape_and_cache_flash: writes one new token's K and V per slot into an NHD
 // cache [num_blocks, block_size, num_kv_heads, head_size] (vLLM semantics).
 // Every address comes from the view's strides, so interleaved, padded and
-// packed caches work; slots are int64 and negative slots are skipped.
+// packed caches work; slots are int64 and negative slots are skipped. When
+// head_size is a multiple of 8 a thread moves 8 elements per step (16-byte
+// accesses where the views allow); other head sizes go element by element.
 #include "writer_common.h"
 
 namespace kvh::kernels {
@@ -10,18 +12,28 @@ namespace {
 __global__ void reshape_and_cache_flash_kernel(const uint16_t* __restrict__ key, const uint16_t* __restrict__ value,
                                                uint16_t* __restrict__ key_cache, uint16_t* __restrict__ value_cache,
                                                const int64_t* __restrict__ slot_mapping, Strides5 ks, Strides5 vs,
-                                               Strides5 kcs, Strides5 vcs, int64_t block_size, int64_t num_kv_heads,
-                                               int64_t head_size) {
+                                               Strides5 kcs, Strides5 vcs, int64_t block_size, int num_kv_heads,
+                                               int head_size, bool chunked, bool vec_in, bool vec_out) {
   const int64_t token = blockIdx.x;
   const int64_t slot = slot_mapping[token];
   if (slot < 0) return;  // padding token
   const int64_t block = slot / block_size, offset = slot % block_size;
-  for (int64_t i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
-    const int64_t h = i / head_size, d = i % head_size;
-    key_cache[block * kcs.s[0] + offset * kcs.s[1] + h * kcs.s[2] + d * kcs.s[3]] =
-        key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
-    value_cache[block * vcs.s[0] + offset * vcs.s[1] + h * vcs.s[2] + d * vcs.s[3]] =
-        value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
+  const int64_t kbase = block * kcs.s[0] + offset * kcs.s[1], vbase = block * vcs.s[0] + offset * vcs.s[1];
+  if (chunked) {
+    const int chunks = head_size / 8;
+    for (int i = threadIdx.x; i < num_kv_heads * chunks; i += blockDim.x) {
+      const int h = i / chunks, d = (i - h * chunks) * 8;
+      const Chunk8 k = load_chunk(key + token * ks.s[0] + h * ks.s[1] + d * ks.s[2], ks.s[2], vec_in);
+      const Chunk8 v = load_chunk(value + token * vs.s[0] + h * vs.s[1] + d * vs.s[2], vs.s[2], vec_in);
+      store_chunk(key_cache + kbase + h * kcs.s[2] + d * kcs.s[3], kcs.s[3], vec_out, k);
+      store_chunk(value_cache + vbase + h * vcs.s[2] + d * vcs.s[3], vcs.s[3], vec_out, v);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
+    const int h = i / head_size, d = i - h * head_size;
+    key_cache[kbase + h * kcs.s[2] + d * kcs.s[3]] = key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
+    value_cache[vbase + h * vcs.s[2] + d * vcs.s[3]] = value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
   }
 }
 KVH_DECLARE_BARRIER_FREE(reshape_and_cache_flash_kernel);
@@ -32,13 +44,16 @@ KVH_DECLARE_BARRIER_FREE(reshape_and_cache_flash_kernel);
 extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args* a, void* stream) {
   using namespace kvh::kernels;
   if (hipError_t e = check_write_args(*a, KVH_CACHE_NHD); e != hipSuccess) return e;
-  const int64_t num_tokens = a->key.shape[0];
+  const int64_t num_tokens = a->key.shape[0], heads = a->key.shape[1], hd = a->key.shape[2];
   if (num_tokens == 0) return hipSuccess;
+  const bool chunked = hd % 8 == 0;
+  const bool vec_in = chunked && chunks_contiguous(a->key, 2) && chunks_contiguous(a->value, 2);
+  const bool vec_out = chunked && chunks_contiguous(a->key_cache, 3) && chunks_contiguous(a->value_cache, 3);
   hipLaunchKernelGGL(reshape_and_cache_flash_kernel, dim3(unsigned(num_tokens)),
-                     dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
+                     dim3(writer_block_threads(heads, chunked ? hd / 8 : hd)), 0, (hipStream_t)stream,
                      (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (uint16_t*)a->key_cache.data,
                      (uint16_t*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
                      strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
-                     a->key.shape[1], a->key.shape[2]);
+                     int(heads), int(hd), chunked, vec_in, vec_out);
   return hipGetLastError();
 }

@@ -17,6 +17,43 @@ inline Strides5 strides_of(const kvh_tensor& t) {
   return r;
 }
 
+/// Eight consecutive 16-bit elements along head_size (one x-vector of a
+/// 16-bit cache): the unit the writers move, 16 bytes.
+struct alignas(16) Chunk8 {
+  uint16_t e[8];
+};
+
+/// Loads p[0], p[stride], ..., p[7*stride]: one 16-byte access when `contiguous`.
+__device__ __forceinline__ Chunk8 load_chunk(const uint16_t* p, int64_t stride, bool contiguous) {
+  Chunk8 c;
+  if (contiguous) {
+    c = *reinterpret_cast<const Chunk8*>(p);
+  } else {
+    for (int j = 0; j < 8; ++j) c.e[j] = p[j * stride];
+  }
+  return c;
+}
+
+/// Stores c to p[0], p[stride], ..., p[7*stride]: one 16-byte access when `contiguous`.
+__device__ __forceinline__ void store_chunk(uint16_t* p, int64_t stride, bool contiguous, const Chunk8& c) {
+  if (contiguous) {
+    *reinterpret_cast<Chunk8*>(p) = c;
+  } else {
+    for (int j = 0; j < 8; ++j) p[j * stride] = c.e[j];
+  }
+}
+
+/// True when every chunk of 8 elements along `dim` (starting at a multiple of
+/// 8) is one aligned 16-byte run of view t: unit stride on dim, every other
+/// stride a multiple of 8 elements, data 16-byte aligned. Any other view takes
+/// the element-by-element path: still right, just slower.
+inline bool chunks_contiguous(const kvh_tensor& t, int dim) {
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0 || t.stride[dim] != 1) return false;
+  for (int i = 0; i < t.ndim; ++i)
+    if (i != dim && t.stride[i] % 8 != 0) return false;
+  return true;
+}
+
 /// Checks the shapes a writer of `format` needs. Returns hipErrorInvalidValue
 /// when a rank, dtype or extent disagrees (the launcher then does not launch).
 inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format format) {
@@ -38,6 +75,7 @@ inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format for
       if (kc.ndim != 5 || kc.shape[1] != heads || kc.shape[3] != bs || kc.shape[2] * kc.shape[4] != hd)
         return hipErrorInvalidValue;
       const int64_t x = kc.shape[4];
+      if (x * 2 != 16) return hipErrorInvalidValue;  // x = 16 bytes / 2-byte element
       if (format == KVH_CACHE_PA_V1 && (vc.ndim != 4 || vc.shape[2] != hd || vc.shape[3] != bs)) return hipErrorInvalidValue;
       if (format == KVH_CACHE_SHUFFLE &&
           (vc.ndim != 5 || vc.shape[2] * vc.shape[4] != bs || vc.shape[3] != hd || vc.shape[4] != x))
@@ -49,9 +87,10 @@ inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format for
 }
 
 
-/// Threads per block for a writer: one element per thread, capped at 256.
-inline unsigned writer_block_threads(int64_t num_kv_heads, int64_t head_size) {
-  int64_t n = num_kv_heads * head_size;
+/// Threads per block for a writer: one work item (an element or an x-vector)
+/// per thread, at least one wavefront (64), at most 256.
+inline unsigned writer_block_threads(int64_t num_kv_heads, int64_t items_per_head) {
+  int64_t n = num_kv_heads * items_per_head;
   return unsigned(n < 256 ? (n < 64 ? 64 : n) : 256);
 }
 
