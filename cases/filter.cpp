@@ -39,6 +39,20 @@ std::string case_field(const Case& c, const std::string& key) {
   return "";
 }
 
+namespace {
+std::vector<std::string> known_values(const std::string& key) {
+  if (key == "layout") {
+    std::vector<std::string> v;
+    for (auto s : all_schemes()) v.push_back(to_string(s));
+    return v;
+  }
+  if (key == "kind") return {"write", "attention", "pipeline"};
+  if (key == "dtype") return {"fp16", "bf16"};
+  if (key == "shuffle") return {"0", "1"};
+  return {};
+}
+}  // namespace
+
 Filter::Filter(const std::string& expr) {
   std::stringstream ss(expr);
   std::string term;
@@ -56,6 +70,12 @@ Filter::Filter(const std::string& expr) {
     std::string a;
     while (std::getline(alts, a, '|')) t.alternatives.push_back(a);
     if (t.alternatives.empty()) t.alternatives.push_back("");
+    // Keys with a closed set of values: a typo is an error, not an empty selection.
+    const std::vector<std::string> known = known_values(key);
+    for (const auto& alt : t.alternatives)
+      if (!known.empty() && alt.find_first_of("*?[") == std::string::npos &&
+          std::find(known.begin(), known.end(), alt) == known.end())
+        throw FilterError(fmt::format("filter term '{}': unknown {} '{}'; known: {}", term, key, alt, fmt::join(known, ", ")));
     terms_.push_back(std::move(t));
   }
 }

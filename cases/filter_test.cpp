@@ -31,6 +31,9 @@ TEST(Filter, TermsAreAndedWithAlternativesGlobsAndNegation) {
 
 TEST(Filter, BadTermsNameTheTermAndTheKnownKeys) {
   EXPECT_THROW(Filter("head_size"), FilterError);
+  EXPECT_THROW(Filter("layout=interleavd"), FilterError) << "a typo in a closed set of values";
+  EXPECT_THROW(Filter("kind=writes"), FilterError);
+  EXPECT_NO_THROW(Filter("layout=inter*"));
   try {
     Filter("colour=red");
     FAIL();

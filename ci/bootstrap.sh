@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what kvharness needs to build and test on a fresh Debian 12
-# machine. Idempotent: packages already present are left alone.
+# Installs what kvharness needs to build and run on a fresh Debian 12 machine
+# (and, with --with-amd, what the test suite's AMD compile check needs).
+# Idempotent: packages already present are left alone.
 set -euo pipefail
 
 packages=(
@@ -28,6 +29,8 @@ else
   echo "bootstrap: all packages present"
 fi
 
-# The AMD compile check's toolchain (Debian hipcc 5.2 with clang 15, ROCm
-# device libraries, clang-19 for gfx942).
-bash "$(dirname "$0")/amd_compile_check.sh" --install-only
+# With --with-amd (the test suite): the AMD compile check's toolchain (Debian
+# hipcc 5.2 with clang 15, ROCm device libraries, clang-19 for gfx942).
+if [ "${1:-}" = "--with-amd" ]; then
+  bash "$(dirname "$0")/amd_compile_check.sh" --install-only
+fi

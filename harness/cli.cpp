@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
 #include <cstdlib>
 #include <iostream>
 #include <set>
@@ -134,7 +135,13 @@ int cli_main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
-  if (o.case_files.empty()) o.case_files = {"cases/default.toml"};
+  o.program = argv[0];
+  if (o.case_files.empty()) {
+    // The default job: cases/default.toml here, or in the source tree this binary was built from.
+    o.case_files = {"cases/default.toml"};
+    if (!std::ifstream(o.case_files[0]) && std::ifstream(KVH_SOURCE_DIR "/cases/default.toml"))
+      o.case_files = {KVH_SOURCE_DIR "/cases/default.toml"};
+  }
 
   try {
     if (*cmp) {

@@ -64,6 +64,7 @@ std::string results_json(const RunReport& r) {
     e["value_layout"] = str_or_null(cr.value_layout);
     e["source"] = c.source;
     e["repro"] = cr.repro;
+    e["fixture"] = cr.fixture;  // a regression fixture: a FAIL is expected and not counted
     e["wall_ms"] = cr.wall_ms;
     cases.push_back(std::move(e));
   }

@@ -153,8 +153,12 @@ std::string summary_markdown(const RunReport& r) {
                      r.complete ? "" : " — **INCOMPLETE: the run was cut short**");
   out += fmt::format("- case files: {}{}\n", fmt::join(r.case_files, ", "),
                      r.filter.empty() ? "" : fmt::format(", filter `{}`", r.filter));
+  int expected = 0;
+  for (const auto& cr : r.results) expected += cr.fixture && (cr.v.status == Status::Fail || cr.v.status == Status::Crash);
   out += fmt::format("- {} cases: {} PASS, {} FAIL, {} CRASH, {} UNSUPPORTED\n", all.total(), all.pass, all.fail,
                      all.crash, all.unsupported);
+  out += fmt::format("- **{} unexpected failure(s)**; {} expected failure(s) of regression fixtures\n",
+                     all.fail + all.crash - expected, expected);
   out += "- Regression fixtures are known-bad on purpose: kernels named `fixture_*` and the router policy "
          "`aiter-v0.1.10.post3` (no head-size test). Their FAILs show the harness sees the bug and do not count "
          "towards the exit code.\n";
@@ -184,8 +188,8 @@ std::string summary_markdown(const RunReport& r) {
   for (const auto& cr : r.results) {
     if (cr.v.status != Status::Fail && cr.v.status != Status::Crash) continue;
     ++n;
-    out += fmt::format("\n### {} `{}`\n\n- verdict: {} ({})\n- {}\n", n, cr.c.id(), to_string(cr.v.status),
-                       cr.v.reason, cr.v.detail);
+    out += fmt::format("\n### {} `{}`\n\n- verdict: {} ({}){}\n- {}\n", n, cr.c.id(), to_string(cr.v.status),
+                       cr.v.reason, cr.fixture ? " — expected: regression fixture" : "", cr.v.detail);
     if (cr.v.max_abs_err) out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}\n", *cr.v.max_abs_err,
                                              cr.v.max_rel_err.value_or(0));
     if (!cr.key_layout.empty()) out += fmt::format("- K view `{}`, V view `{}`\n", cr.key_layout, cr.value_layout);

@@ -55,5 +55,16 @@ TEST(Report, JunitEscapesAndCountsFailures) {
   EXPECT_NE(x.find("&lt;elements&gt;"), std::string::npos);
 }
 
+TEST(Report, ExpectedFailuresOfFixturesAreNotJunitFailures) {
+  RunReport r = sample();
+  r.results[1].fixture = true;
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("failures=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("expected FAIL of a regression fixture"), std::string::npos) << x;
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("**0 unexpected failure(s)**; 1 expected"), std::string::npos) << md;
+  EXPECT_EQ(nlohmann::json::parse(results_json(r))["cases"][1]["fixture"], true);
+}
+
 }  // namespace
 }  // namespace kvh

@@ -37,7 +37,8 @@ void draw_progress(size_t done, size_t total, int pass, int fail, int other) {
 }  // namespace
 
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id) {
-  std::string cmd = fmt::format("kvharness run {} --filter 'id={}'", case_file, id);
+  // Its own report directory: a repro never overwrites the run it came from.
+  std::string cmd = fmt::format("{} run {} --filter 'id={}' --report-dir reports/repro", o.program, case_file, id);
   if (o.seed) cmd += fmt::format(" --seed {}", *o.seed);
   if (o.wave_size) cmd += fmt::format(" --wave-size {}", o.wave_size);
   if (o.random_order) cmd += " --random-order";
@@ -75,6 +76,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     }
     cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cr.repro = repro_command(o, case_file_of[i], c.id());
+    cr.fixture = is_fixture(registry, cr);
     (cr.v.status == Status::Pass ? pass : cr.v.status == Status::Fail ? fail : other)++;
     // A sticky device fault leaves the context unusable: every later case would CRASH too.
     const bool device_lost = cr.v.status == Status::Crash && !device::healthy();
@@ -102,13 +104,14 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
 }
 
 int exit_code_for(const RunReport& r, const Registry& registry) {
-  bool any_pass = false, any_fail = false;
+  bool any_ran = false, any_fail = false;
   for (const auto& cr : r.results) {
-    if (cr.v.status == Status::Pass) any_pass = true;
-    if ((cr.v.status == Status::Fail || cr.v.status == Status::Crash) && !is_fixture(registry, cr)) any_fail = true;
+    if (cr.v.status != Status::Unsupported) any_ran = true;
+    if ((cr.v.status == Status::Fail || cr.v.status == Status::Crash) && !(cr.fixture || is_fixture(registry, cr)))
+      any_fail = true;
   }
   if (any_fail || !r.complete) return kExitFail;
-  return any_pass ? kExitPass : kExitNothingRunnable;
+  return any_ran ? kExitPass : kExitNothingRunnable;
 }
 
 }  // namespace kvh

@@ -17,6 +17,7 @@ namespace kvh {
 enum ExitCode { kExitPass = 0, kExitFail = 1, kExitUsage = 2, kExitNothingRunnable = 125 };
 
 struct RunOptions {
+  std::string program = "kvharness";  // how this binary was invoked: repro commands start with it
   std::vector<std::string> case_files;
   std::string filter;
   std::string report_dir = "reports/latest";
@@ -43,7 +44,8 @@ std::string repro_command(const RunOptions& o, const std::string& case_file, con
 RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
                     const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop);
 
-/// 1 if a non-fixture case FAILed or CRASHed, 125 if none PASSed, else 0.
+/// 1 if a case not marked `fixture` FAILed or CRASHed, or the run was cut
+/// short; 125 if no case ran (every one UNSUPPORTED); else 0.
 int exit_code_for(const RunReport& r, const Registry& registry);
 
 }  // namespace kvh

@@ -198,6 +198,8 @@ TEST(Runner, ExitCodeIgnoresRegressionFixturesOnly) {
   EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "fixture writer and old router fail by design";
   rep.results.push_back(result_of("reshape_and_cache_shuffle", "aiter-v0.1.12", Status::Fail));
   EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
+  rep.results = {result_of("fixture_shuffle_contiguous", "", Status::Fail)};
+  EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "a lone fixture repro that fails as expected ran fine";
   rep.results = {result_of("reshape_and_cache", "", Status::Unsupported)};
   EXPECT_EQ(exit_code_for(rep, reg), kExitNothingRunnable);
 }

@@ -43,6 +43,7 @@ struct CaseResult {
   std::string key_layout, value_layout;  // "(shape):(stride)+offset"
   std::string routed_to, route_reason;   // attention and pipeline: the reader that ran, and why
   std::string repro;               // command line that re-runs this case alone
+  bool fixture = false;            // a regression fixture ran: a FAIL is expected and not counted
   double wall_ms = 0;
 };
 

@@ -22,6 +22,8 @@ struct NamedCase {
   const char* name;
   AttentionCase c;
 };
+// GoogleTest prints parameters into the CTest names: the name, not the bytes.
+void PrintTo(const NamedCase& n, std::ostream* os) { *os << n.name; }
 
 // Each row varies a few axes from the default (fp16, separate, H8/KVH1, D128,
 // bs16, ctx {1,255,256,257,1000}, wave 64, random fiber order).
