@@ -64,6 +64,8 @@ struct CorrectVariant {
   }
   /// The max the reduce rescales every partition against.
   static KVH_HD float reduce_reference_max(float global_max, float /*last_partition_max*/) { return global_max; }
+  /// Whether P.V waits for every head's softmax numerators (it must).
+  static constexpr bool kBarrierAfterSoftmax = true;
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -159,7 +161,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     sum = group_reduce(sum, L, SumOp{});
     if (j < nh && lane_h == 0) head_max[j] = m, head_sum[j] = sum;
   }
-  __syncthreads();
+  if (Variant::kBarrierAfterSoftmax) __syncthreads();  // compile-time: uniform across the block
 
   const int lanes = nt < hs ? nt : hs, groups = nt / lanes, g = tid / lanes, lane = tid % lanes;
   if (g < groups) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <stdexcept>
 #include <mutex>
@@ -29,15 +30,47 @@ thread_local hipError_t t_last_error = hipSuccess;
 std::string g_error_text;
 std::mutex g_error_mutex;
 
-// Ready queue of one worker thread. Picks FIFO, or at random when asked, so
-// that code which relies on an ordering the hardware does not promise breaks.
+class SimtScheduler;
+thread_local SimtScheduler* t_scheduler = nullptr;
+
+// Ready queue of one worker thread. Picks FIFO, or, when asked for random
+// order, one of two adversarial orders chosen per launch at random:
+//   fiber order: any ready fiber, at random, at every switch;
+//   warp run-ahead: the warps get a random priority at every block barrier,
+//     and the highest-priority warp runs until it blocks. A kernel that lets
+//     one warp read what another warp writes without a barrier between them
+//     then reads stale data: fine-grained random interleaving rarely shows that.
 class SimtScheduler final : public boost::fibers::algo::algorithm {
  public:
-  SimtScheduler(bool random, uint64_t seed) : random_(random), rng_(seed) {}
+  SimtScheduler(bool random, uint64_t seed) : random_(random), run_ahead_(random && (seed & 1)), rng_(seed) {
+    t_scheduler = this;
+  }
+  ~SimtScheduler() override {
+    if (t_scheduler == this) t_scheduler = nullptr;
+  }
+  /// The fiber now running belongs to warp `warp`.
+  void set_warp(int warp) {
+    warp_of_[boost::fibers::context::active()] = warp;
+    if (warp >= int(priority_.size())) priority_.resize(size_t(warp) + 1, 0);
+  }
+  /// New random warp priorities (called when a block barrier releases).
+  void reshuffle() {
+    for (auto& p : priority_) p = uint32_t(rng_());
+  }
   void awakened(boost::fibers::context* ctx) noexcept override { ready_.push_back(ctx); }
   boost::fibers::context* pick_next() noexcept override {
     if (ready_.empty()) return nullptr;
-    size_t i = random_ ? size_t(rng_() % ready_.size()) : 0;
+    size_t i = 0;
+    if (run_ahead_) {
+      int64_t best = -1;
+      for (size_t j = 0; j < ready_.size(); ++j) {
+        auto it = warp_of_.find(ready_[j]);
+        const int64_t p = it == warp_of_.end() ? int64_t(1) << 40 : int64_t(priority_[size_t(it->second)]);
+        if (p > best) best = p, i = j;
+      }
+    } else if (random_) {
+      i = size_t(rng_() % ready_.size());
+    }
     boost::fibers::context* ctx = ready_[i];
     ready_.erase(ready_.begin() + long(i));
     return ctx;
@@ -59,7 +92,9 @@ class SimtScheduler final : public boost::fibers::algo::algorithm {
 
  private:
   std::vector<boost::fibers::context*> ready_;
-  bool random_;
+  std::unordered_map<boost::fibers::context*, int> warp_of_;
+  std::vector<uint32_t> priority_;
+  bool random_, run_ahead_;
   std::mt19937_64 rng_;
   std::mutex mtx_;
   std::condition_variable cnd_;
@@ -83,6 +118,7 @@ struct BlockContext {
   std::vector<uint64_t> warp_scratch;
   std::vector<unsigned char> dynamic_shared;
   const char* barrier_free_kernel = nullptr;  // set: threads run as plain calls
+  unsigned long phase = 0;                    // block barriers passed
 };
 
 Config& config() {
@@ -126,7 +162,15 @@ const char* barrier_free_name(const void* kernel) {
 void sync_threads() {
   ThreadState* me = g_current;
   if (me->block->barrier_free_kernel) barrier_in_barrier_free("__syncthreads");
-  me->block->block_barrier.wait();
+  // The barrier's generation tells the first fiber to leave it, which draws
+  // new warp priorities for the next phase.
+  BlockContext* b = me->block;
+  const unsigned long phase = b->phase;
+  b->block_barrier.wait();
+  if (b->phase == phase) {
+    ++b->phase;
+    if (t_scheduler) t_scheduler->reshuffle();
+  }
   g_current = me;  // another fiber ran meanwhile and moved g_current
 }
 
@@ -214,6 +258,7 @@ void run_blocks(dim3 grid, dim3 block, size_t shared_bytes, const std::function<
         start.wait();
         if (done) return;
         g_current = &states[t];
+        if (t_scheduler) t_scheduler->set_warp(int(t / unsigned(cfg.wave_size)));
         try {
           body();
         } catch (...) {
@@ -229,6 +274,7 @@ void run_blocks(dim3 grid, dim3 block, size_t shared_bytes, const std::function<
     if (b >= nblocks) break;
     dim3 bi(unsigned(b % grid.x), unsigned((b / grid.x) % grid.y), unsigned(b / ((unsigned long)grid.x * grid.y)));
     for (auto& s : states) s.block_idx = bi;
+    if (t_scheduler) t_scheduler->reshuffle();
     start.wait();
     finish.wait();
   }

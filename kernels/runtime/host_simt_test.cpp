@@ -180,6 +180,47 @@ TEST(HostSimt, RandomFiberOrderExposesAMissingBarrier) {
   EXPECT_GT(wrong_reads(false), 0);
 }
 
+// Planted bug: each warp reduces its lanes and publishes the sum in shared
+// memory, then reads another warp's sum with no barrier in between.
+__global__ void cross_warp_kernel(float* out, bool with_barrier) {
+  __shared__ float sums[32];
+  const int warp = int(threadIdx.x) / warpSize, nwarps = int(blockDim.x) / warpSize;
+  float v = float(blockIdx.x * 1000 + threadIdx.x);
+  for (int m = warpSize / 2; m > 0; m /= 2) v += kvh_shfl_xor(v, m);
+  if (threadIdx.x % warpSize == 0) sums[warp] = v;
+  if (with_barrier) __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sums[(warp + 1) % nwarps];
+  __syncthreads();
+}
+
+int cross_warp_wrong(bool with_barrier) {
+  WaveGuard g;
+  kvh::host::config().random_order = true;
+  kvh::host::config().workers = 1;
+  int wrong = 0;
+  for (int rep = 0; rep < 8; ++rep) {  // launches alternate between the two adversarial orders
+    kvh::host::config().seed = uint64_t(rep);
+    const int blocks = 4, threads = 256;
+    std::vector<float> out(blocks * threads, -1.f);
+    hipLaunchKernelGGL(cross_warp_kernel, dim3(blocks), dim3(threads), 0, nullptr, out.data(), with_barrier);
+    EXPECT_EQ(hipGetLastError(), hipSuccess);
+    const int ws = kvh::host::config().wave_size, nw = threads / ws;
+    for (int b = 0; b < blocks; ++b)
+      for (int t = 0; t < threads; ++t) {
+        const int src = (t / ws + 1) % nw;
+        float want = 0;
+        for (int l = 0; l < ws; ++l) want += float(b * 1000 + src * ws + l);
+        wrong += out[b * threads + t] != want;
+      }
+  }
+  return wrong;
+}
+
+TEST(HostSimt, WarpRunAheadOrderExposesAMissingBarrierBetweenWarps) {
+  EXPECT_EQ(cross_warp_wrong(true), 0);
+  EXPECT_GT(cross_warp_wrong(false), 0);
+}
+
 __global__ void throwing_kernel() {
   if (threadIdx.x == 7) throw std::runtime_error("lane 7 gave up");
 }

@@ -13,6 +13,9 @@
 //                                 max: exact in real numbers, but exp overflows
 //                                 once an earlier partition's max exceeds the
 //                                 last one's by more than ~88 (attention sinks)
+//   planted_missing_softmax_barrier P.V reads the softmax numerators with no
+//                                 barrier after the warps that compute them:
+//                                 right whenever the warps happen to keep pace
 #include "kvharness/provider.h"
 #include "paged_attention.h"
 
@@ -29,6 +32,10 @@ struct GqaModulo : CorrectVariant {
 };
 struct ReduceLastMax : CorrectVariant {
   static KVH_HD float reduce_reference_max(float, float last_partition_max) { return last_partition_max; }
+};
+
+struct MissingSoftmaxBarrier : CorrectVariant {
+  static constexpr bool kBarrierAfterSoftmax = false;
 };
 
 template <class Variant>
@@ -52,6 +59,8 @@ const kvh_kernel_desc kPlanted[] = {
     reader("planted_reduce_last_max",
            "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max",
            planted<ReduceLastMax>),
+    reader("planted_missing_softmax_barrier",
+           "PLANTED BUG: no __syncthreads between the softmax numerators and P.V", planted<MissingSoftmaxBarrier>),
 };
 
 }  // namespace

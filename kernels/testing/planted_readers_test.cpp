@@ -21,7 +21,7 @@ void expect_correct_passes_planted_fails(const char* planted, const AttentionCas
 TEST(PlantedReaders, AreFixturesAndNotBuiltIn) {
   int32_t n = 0;
   const kvh_kernel_desc* d = kvh_planted_readers(&n);
-  ASSERT_EQ(n, 3);
+  ASSERT_EQ(n, 4);
   Registry builtin;
   for (int32_t i = 0; i < n; ++i) {
     EXPECT_EQ(d[i].fixture, 1) << d[i].name;
@@ -62,6 +62,26 @@ TEST(PlantedReaders, ReduceWithLastPartitionMaxFailsWithAttentionSink) {
   AttentionCase flat = c;
   flat.sink_token = -1;
   EXPECT_TRUE(run_attention_case(planted_reader("planted_reduce_last_max"), flat).passed());
+}
+
+// A missing barrier between warps: fine-grained random fiber order lets the
+// warps keep pace and hides it; the runtime's warp run-ahead order (one warp
+// runs until it blocks) exposes it. Round-robin order hides it too.
+TEST(PlantedReaders, MissingSoftmaxBarrierFailsUnderRandomOrder) {
+  AttentionCase c;
+  c.num_heads = 16, c.num_kv_heads = 2;  // 8 heads a block: the softmax spans several warps
+  c.wave_size = 32;
+  int failed = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    c.seed = seed;
+    failed += !run_attention_case(planted_reader("planted_missing_softmax_barrier"), c).passed();
+    EXPECT_TRUE(run_attention_case(builtin_reader("paged_attention_rocm"), c).passed());
+  }
+  EXPECT_GT(failed, 0);
+  AttentionCase in_order = c;
+  in_order.random_order = false;
+  EXPECT_TRUE(run_attention_case(planted_reader("planted_missing_softmax_barrier"), in_order).passed())
+      << "in round-robin order the warps keep pace: only an adversarial order shows the race";
 }
 
 }  // namespace
