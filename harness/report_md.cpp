@@ -94,9 +94,11 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
       if (cr.c.kind == CaseKind::Pipeline && cr.c.model == m)
         head_sizes.insert(std::to_string(cr.c.head_size)), layouts.insert(to_string(cr.c.layout));
     const bool show_hd = head_sizes.size() > 1, show_layout = layouts.size() > 1;
-    out += fmt::format("\n### {}\n\n| Variant |{}{} batch_size | verdict | max abs error | routed to |\n|---|{}{}---|---|---|---|\n",
-                       m, show_hd ? " head_size |" : "", show_layout ? " layout |" : "", show_hd ? "---|" : "",
-                       show_layout ? "---|" : "");
+    bool timed = false;  // GPU backends time every passing case
+    for (const auto& cr : r.results) timed |= cr.c.kind == CaseKind::Pipeline && cr.c.model == m && cr.v.kernel_us.has_value();
+    out += fmt::format("\n### {}\n\n| Variant |{}{} batch_size | verdict | max abs error | routed to |{}\n|---|{}{}---|---|---|---|{}\n",
+                       m, show_hd ? " head_size |" : "", show_layout ? " layout |" : "", timed ? " reader us |" : "",
+                       show_hd ? "---|" : "", show_layout ? "---|" : "", timed ? "---|" : "");
     for (const auto& cr : r.results) {
       if (cr.c.kind != CaseKind::Pipeline || cr.c.model != m) continue;
       hybrid[m] = cr.c.hybrid;
@@ -106,10 +108,11 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
       const std::string routed = cr.routed_to.empty()           ? "—"
                                  : cr.c.router_policy.empty() ? cr.routed_to
                                                               : fmt::format("{} ({})", cr.routed_to, cr.c.router_policy);
-      out += fmt::format("| {} |{}{} {} | {} | {} | {} |\n", cr.c.variant(),
+      const std::string us = !timed ? "" : cr.v.kernel_us ? fmt::format(" {:.1f} |", *cr.v.kernel_us) : " — |";
+      out += fmt::format("| {} |{}{} {} | {} | {} | {} |{}\n", cr.c.variant(),
                          show_hd ? fmt::format(" {} |", cr.c.head_size) : "",
                          show_layout ? fmt::format(" {} |", to_string(cr.c.layout)) : "", cr.c.batch_size, verdict, err,
-                         routed);
+                         routed, us);
     }
   }
   out += "\n### Summary\n\n| Model | Type |";
