@@ -30,8 +30,10 @@ std::string Case::id() const {
   const std::string ctx =
       kind == CaseKind::Write ? "" : fmt::format("ctx{}-{}/", context_len_min, context_len_max);
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
-  return fmt::format("{}/{}/tp{}/hd{}/{}/bs{}/{}/n{}/{}{}{}/s{}", to_string(kind), model, tp, head_size,
-                     to_string(layout), block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp, seed);
+  const std::string pad =
+      layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
+  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}/s{}", to_string(kind), model, tp, head_size,
+                     to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp, seed);
 }
 
 std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -54,8 +55,9 @@ std::vector<std::string> strings(const Ctx& c, const toml::table& t, const std::
   return out;
 }
 
+// Bounds keep a typo from becoming a 4 GB allocation or a silent int truncation.
 std::vector<int64_t> integers(const Ctx& c, const toml::table& t, const std::string& key, bool required,
-                              int64_t min_value) {
+                              int64_t min_value, int64_t max_value = int64_t(1) << 40) {
   const toml::node* n = t.get(key);
   if (!n) {
     if (required) c.fail(t, key, "missing; expected an array of integers");
@@ -67,18 +69,21 @@ std::vector<int64_t> integers(const Ctx& c, const toml::table& t, const std::str
   for (const auto& e : *a) {
     auto v = e.value<int64_t>();
     if (!v || !e.is_integer()) c.fail(e, key, "expected an integer element, got " + type_name(e));
-    if (*v < min_value) c.fail(e, key, fmt::format("expected an integer >= {}, got {}", min_value, *v));
+    if (*v < min_value || *v > max_value)
+      c.fail(e, key, fmt::format("expected an integer in [{}, {}], got {}", min_value, max_value, *v));
     out.push_back(*v);
   }
   return out;
 }
 
-int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int64_t dflt, int64_t min_value) {
+int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int64_t dflt, int64_t min_value,
+                int64_t max_value = int64_t(1) << 40) {
   const toml::node* n = t.get(key);
   if (!n) return dflt;
   if (!n->is_integer()) c.fail(*n, key, "expected an integer, got " + type_name(*n));
   int64_t v = *n->value<int64_t>();
-  if (v < min_value) c.fail(*n, key, fmt::format("expected an integer >= {}, got {}", min_value, v));
+  if (v < min_value || v > max_value)
+    c.fail(*n, key, fmt::format("expected an integer in [{}, {}], got {}", min_value, max_value, v));
   return v;
 }
 
@@ -115,12 +120,12 @@ CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::s
   for (auto& [n, _] : models) model_names.push_back(n);
   CommonAxes a;
   a.models = strings(c, t, "models", true, model_names);
-  a.tp = int(integer(c, t, "tp", 1, 1));
+  a.tp = int(integer(c, t, "tp", 1, 1, 1024));
   a.layouts = strings(c, t, "layouts", true, scheme_names());
-  a.head_sizes = integers(c, t, "head_sizes", false, 1);
-  a.block_sizes = integers(c, t, "block_sizes", true, 1);
+  a.head_sizes = integers(c, t, "head_sizes", false, 1, 1024);
+  a.block_sizes = integers(c, t, "block_sizes", true, 1, 65536);
   a.dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
-  a.padded = integer(c, t, "padded_page_bytes", 0, 0);
+  a.padded = integer(c, t, "padded_page_bytes", 0, 0, int64_t(1) << 32);
   return a;
 }
 
@@ -136,6 +141,10 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
     } catch (const std::invalid_argument& e) {
       c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp", e.what());
     }
+    if (r.num_heads % r.num_kv_heads != 0)
+      c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp",
+             fmt::format("{} at tp {} has {} heads and {} kv heads per rank: not a whole GQA group", m.name, a.tp,
+                         r.num_heads, r.num_kv_heads));
     const std::vector<int64_t> hs = a.head_sizes.empty() ? std::vector<int64_t>{m.head_size} : a.head_sizes;
     for (int64_t hd : hs)
       for (const auto& layout : a.layouts)
@@ -165,7 +174,7 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
             {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
              "padded_page_bytes"});
   const CommonAxes axes = common_axes(c, t, models);
-  const auto num_tokens = integers(c, t, "num_tokens", true, 0);
+  const auto num_tokens = integers(c, t, "num_tokens", true, 1, 1 << 22);
   const auto writers = strings(c, t, "writers", true);
   for_each_base(c, t, CaseKind::Write, axes, models, [&](const Case& base) {
     for (int64_t n : num_tokens)
@@ -226,8 +235,8 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes"});
   const CommonAxes axes = common_axes(c, t, models);
-  const auto batch_sizes = integers(c, t, "batch_sizes", true, 1);
-  const auto ctx = integers(c, t, "context_lens", true, 1);
+  const auto batch_sizes = integers(c, t, "batch_sizes", true, 1, 1 << 16);
+  const auto ctx = integers(c, t, "context_lens", true, 1, 1 << 20);
   if (ctx.size() != 2 || ctx[0] > ctx[1])
     c.fail(*t.get("context_lens"), "context_lens", "expected [min, max] with min <= max");
   const std::string target = string_field(c, t, "target", "");
@@ -281,14 +290,19 @@ std::vector<Case> parse_case_text(const std::string& text, const std::string& na
       if (!nm || !nm->is_string()) c.fail(t, "name", "missing or not a string");
       ModelPreset m;
       m.name = *nm->value<std::string>();
-      m.num_heads = int(integer(c, t, "num_heads", 0, 1));
-      m.num_kv_heads = int(integer(c, t, "num_kv_heads", 0, 1));
-      m.head_size = int(integer(c, t, "head_size", 0, 1));
+      m.num_heads = int(integer(c, t, "num_heads", 0, 1, 4096));
+      m.num_kv_heads = int(integer(c, t, "num_kv_heads", 0, 1, 4096));
+      m.head_size = int(integer(c, t, "head_size", 0, 1, 1024));
       if (!m.num_heads || !m.num_kv_heads || !m.head_size)
         c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
       if (m.num_heads % m.num_kv_heads != 0)
         c.fail(t, "num_kv_heads", fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
-      m.hybrid = t.get("hybrid") && t.get("hybrid")->value_or(false);
+      if (const toml::node* hy = t.get("hybrid")) {
+        if (!hy->is_boolean()) c.fail(*hy, "hybrid", "expected true or false, got " + type_name(*hy));
+        m.hybrid = *hy->value<bool>();
+      }
+      if (models.count(m.name))
+        c.fail(*nm, "name", fmt::format("model '{}' is already defined (a preset or an earlier [[model]])", m.name));
       m.source = name;
       models[m.name] = m;
     }
@@ -311,6 +325,8 @@ std::vector<Case> parse_case_text(const std::string& text, const std::string& na
 }
 
 std::vector<Case> load_case_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw CaseFileError(path + ": not a case file (no such regular file)");
   std::ifstream in(path);
   if (!in) throw CaseFileError(path + ": cannot open the case file");
   std::stringstream ss;

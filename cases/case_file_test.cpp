@@ -69,6 +69,18 @@ TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
                "bad.toml:8: field 'reader': a variant names exactly one of 'reader' or 'router'");
 }
 
+TEST(CaseFile, OutOfRangeValuesDuplicateModelsAndPartialGqaGroupsAreErrors) {
+  const std::string rest = "layouts = [\"kv_first\"]\nnum_tokens = [4]\nblock_sizes = [16]\ndtypes = [\"fp16\"]\nwriters = [\"w\"]\n";
+  expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 4294967297\n" + rest,
+               "bad.toml:3: field 'tp': expected an integer in [1, 1024], got 4294967297");
+  expect_error("[[model]]\nname = \"m\"\nnum_heads = 48\nnum_kv_heads = 16\nhead_size = 64\n[[write]]\nmodels = [\"m\"]\ntp = 3\n" + rest,
+               "16 heads and 5 kv heads per rank: not a whole GQA group");
+  expect_error("[[model]]\nname = \"Qwen3-235B-A22B\"\nnum_heads = 8\nnum_kv_heads = 1\nhead_size = 64\n",
+               "bad.toml:2: field 'name': model 'Qwen3-235B-A22B' is already defined");
+  expect_error("[[model]]\nname = \"m\"\nnum_heads = 8\nnum_kv_heads = 1\nhead_size = 64\nhybrid = \"yes\"\n",
+               "bad.toml:6: field 'hybrid': expected true or false, got a string");
+}
+
 TEST(CaseFile, MissingFileIsAnError) { EXPECT_THROW(load_case_file("/nonexistent/x.toml"), CaseFileError); }
 
 }  // namespace

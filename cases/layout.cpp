@@ -134,7 +134,6 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
       break;
     }
     case Scheme::KvFirst:
-    case Scheme::Large:
       L.block_stride = page;
       L.value.offset = nb * page;
       L.storage_elems = 2 * nb * page;
@@ -147,6 +146,7 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
       L.storage_elems = storage_offset + 2 * nb * page;
       break;
     case Scheme::Interleaved:
+    case Scheme::Large:  // blocks-first, so that offsets inside each view pass 2^31
       L.block_stride = 2 * page;
       L.value.offset = page;
       L.storage_elems = nb * 2 * page;

@@ -24,7 +24,8 @@ enum class CacheFormat { Flash, PaV1, Shuffle };
 ///   padded       interleaved, with each block's K+V page padded to a larger page size (hybrid page alignment)
 ///   packed       one tensor (num_blocks, num_kv_heads, block_size, 2*head_size) split on the last dim (flash only)
 ///   offset       kv_first viewed from a non-zero storage offset
-///   large        kv_first with more than 65,535 blocks and element offsets above 2^31
+///   large        interleaved with more than 65,535 blocks, so that element offsets
+///                inside each of the K and V views pass 2^31
 enum class Scheme { Separate, KvFirst, Interleaved, Padded, Packed, Offset, Large };
 
 const char* to_string(CacheFormat f);

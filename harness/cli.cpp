@@ -92,6 +92,9 @@ int cli_main(int argc, char** argv) {
   run->add_flag("--random-order", o.random_order, "cpu backend: run ready fibers in random order");
   run->add_flag("--launch-misrouted", o.launch_misrouted,
                 "launch a kernel the router picked outside its capabilities anyway; the verdict stays misroute");
+  run->add_option("--case-timeout", o.case_timeout_s,
+                  "seconds one case may run before it counts as hung (CRASH timeout; the run ends, report kept); 0: none")
+      ->capture_default_str();
   bool no_progress = false;
   run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
   run->add_option("--timing-reps", o.timing.reps,

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 
 #include "device.h"
@@ -61,9 +63,54 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   rep.filter = o.filter;
   int pass = 0, fail = 0, other = 0;
   auto last_flush = std::chrono::steady_clock::now();
+  // A hung kernel never returns (a fiber deadlock on the cpu backend, a kernel
+  // that spins on a GPU): the watchdog writes the report with that case as
+  // CRASH (timeout) and ends the process, so nothing computed is lost.
+  std::mutex report_mutex;
+  std::atomic<long> running{-1};
+  std::atomic<double> running_since{0.0};
+  std::atomic<bool> finished{false};
+  auto now_s = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  std::thread watchdog([&] {
+    double stop_seen = 0;
+    while (!finished.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const long i = running.load();
+      if (i < 0) continue;
+      const double t = now_s(), elapsed = t - running_since.load();
+      if (stop.load() && stop_seen == 0) stop_seen = t;
+      const bool timed_out = o.case_timeout_s > 0 && elapsed > o.case_timeout_s;
+      const bool stuck_after_stop = stop_seen > 0 && t - stop_seen > 5.0;
+      if (!timed_out && !stuck_after_stop) continue;
+      std::lock_guard<std::mutex> lk(report_mutex);
+      CaseResult cr;
+      cr.c = cases[size_t(i)];
+      cr.v.status = Status::Crash;
+      cr.v.reason = reason::kTimeout;
+      cr.v.detail = fmt::format("the case ran {:.0f} s without returning ({}); a hung kernel?", elapsed,
+                                timed_out ? fmt::format("--case-timeout {}", o.case_timeout_s) : "interrupted");
+      cr.repro = repro_command(o, case_file_of[size_t(i)], cr.c.id());
+      RunReport partial = rep;
+      partial.results.push_back(cr);
+      partial.complete = false;
+      partial.stopped_because = fmt::format("case {} did not return: {}", cr.c.id(), cr.v.detail);
+      partial.finished_at = utc_now();
+      write_report_files(partial, o.report_dir);
+      std::fprintf(stderr, "\nkvharness: %s\nreport: %s/summary.md\n", partial.stopped_because.c_str(),
+                   o.report_dir.c_str());
+      std::_Exit(kExitFail);
+    }
+  });
+  struct Join {
+    std::thread& t;
+    std::atomic<bool>& f;
+    ~Join() { f = true; t.join(); }
+  } join{watchdog, finished};
   for (size_t i = 0; i < cases.size() && !stop.load(); ++i) {
     const Case& c = cases[i];
     const auto t0 = std::chrono::steady_clock::now();
+    running_since = now_s();
+    running = long(i);
     CaseResult cr;
     try {
       cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
@@ -83,7 +130,11 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     if (device_lost)
       rep.stopped_because = fmt::format("device fault in case {} (the device is unusable after it): {}", c.id(),
                                         cr.v.detail);
-    rep.results.push_back(std::move(cr));
+    {
+      std::lock_guard<std::mutex> lk(report_mutex);
+      running = -1;
+      rep.results.push_back(std::move(cr));
+    }
     if (o.progress) draw_progress(i + 1, cases.size(), pass, fail, other);
     if (device_lost) {
       if (o.progress) std::fprintf(stderr, "\n");
@@ -91,6 +142,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     }
     // Keep a partial report on disk: a fault that kills the process loses nothing already computed.
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_flush).count() > o.flush_seconds) {
+      std::lock_guard<std::mutex> lk(report_mutex);
       write_report_files(rep, o.report_dir);
       last_flush = std::chrono::steady_clock::now();
     }

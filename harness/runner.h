@@ -27,6 +27,7 @@ struct RunOptions {
   bool progress = false;             // draw a progress bar on stderr
   std::vector<std::string> providers;
   double flush_seconds = 2.0;        // how often the partial report is rewritten
+  double case_timeout_s = 600;       // a case running longer is a hung kernel: CRASH (timeout), run ends
   bool launch_misrouted = false;     // launch misrouted kernels anyway and report the damage
   TimingOptions timing;              // kernel_us of passing cases (GPU backends; reps 0: off)
 };

@@ -19,6 +19,8 @@
 #include "device.h"
 #include "write_case.h"
 
+extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count);
+
 namespace kvh {
 namespace {
 
@@ -202,6 +204,40 @@ TEST(Runner, ExitCodeIgnoresRegressionFixturesOnly) {
   EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "a lone fixture repro that fails as expected ran fine";
   rep.results = {result_of("reshape_and_cache", "", Status::Unsupported)};
   EXPECT_EQ(exit_code_for(rep, reg), kExitNothingRunnable);
+}
+
+TEST(Runner, AHungCaseEndsTheRunWithItsReportWritten) {
+  if (device::info().backend != "cpu") GTEST_SKIP() << "the planted hang is a fiber deadlock";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string dir = ::testing::TempDir() + "kvh_hang_report";
+  Case hang;
+  hang.model = "test";
+  hang.num_heads = 1;
+  hang.num_kv_heads = 1;
+  hang.head_size = 64;
+  hang.batch_size = 4;
+  hang.layout = Scheme::KvFirst;
+  hang.writer = "planted_hangs";
+  Case ok = hang;
+  ok.writer = "reshape_and_cache_flash";
+  auto run = [&] {
+    Registry reg;
+    reg.add_provider(kvh_planted_writers, "planted");
+    RunOptions o;
+    o.report_dir = dir;
+    o.case_timeout_s = 1.5;
+    std::atomic<bool> stop{false};
+    run_cases({ok, hang, ok}, {"x.toml", "x.toml", "x.toml"}, reg, o, stop);
+  };
+  EXPECT_EXIT(run(), ::testing::ExitedWithCode(kExitFail), "did not return");
+  std::ifstream f(dir + "/results.json");
+  ASSERT_TRUE(f) << "the watchdog writes the report before it exits";
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["complete"], false);
+  ASSERT_EQ(j["cases"].size(), 2u) << "the case before, and the hung one";
+  EXPECT_EQ(j["cases"][0]["verdict"], "PASS");
+  EXPECT_EQ(j["cases"][1]["verdict"], "CRASH");
+  EXPECT_EQ(j["cases"][1]["reason"], "timeout");
 }
 
 }  // namespace

@@ -48,6 +48,18 @@ int launch_planted(const kvh_write_args* a, void* stream, int bug) {
   return hipGetLastError();
 }
 
+// Half the block waits at a barrier the other half never reaches: a hang (a
+// deadlock of fibers on the cpu backend), for the runner's watchdog test.
+__global__ void planted_hang_kernel(int64_t* sink) {
+  if (threadIdx.x < blockDim.x / 2) __syncthreads();
+  if (threadIdx.x == 0) sink[0] = 1;
+}
+
+int hangs(const kvh_write_args* a, void* stream) {
+  hipLaunchKernelGGL(planted_hang_kernel, dim3(1), dim3(64), 0, (hipStream_t)stream, (int64_t*)a->slot_mapping.data);
+  return hipGetLastError();
+}
+
 int ignores_negative_slot(const kvh_write_args* a, void* s) { return launch_planted(a, s, kIgnoresNegativeSlot); }
 int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a, s, kWritesOnePast); }
 int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
@@ -63,6 +75,7 @@ const kvh_kernel_desc kPlanted[] = {
     planted("planted_writes_one_past", "PLANTED: writes one element past its slot", writes_one_past),
     planted("planted_swaps_kv", "PLANTED: swaps the K and V caches", swaps_kv),
     planted("planted_skips_last_token", "PLANTED: never writes the last token", skips_last_token),
+    planted("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)", hangs),
 };
 
 }  // namespace
