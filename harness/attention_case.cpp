@@ -268,13 +268,19 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // 4. The checks, strongest first.
     const reference::RowMatrix ref = reference_out(c, s, query_logical, key, value, scale);
     const Tolerance tol = attention_tolerance(c.dtype);
-    int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1;
+    int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
     double max_abs = 0, max_rel = 0;
     const uint16_t* o = out_after.storage_as<uint16_t>();
     for (int64_t i = 0; i < S * NH * HD; ++i) {
-      if (o[i] == poison) { ++unwritten; continue; }
+      if (o[i] == poison) {
+        if (unwritten++ == 0) first_unwritten = i;
+        continue;
+      }
       const double got = decode16(c.dtype, o[i]), want = ref(i / (NH * HD), i % (NH * HD));
-      if (!std::isfinite(got)) { ++nonfinite; continue; }
+      if (!std::isfinite(got)) {
+        if (nonfinite++ == 0) first_nonfinite = i;
+        continue;
+      }
       const double err = std::fabs(got - want);
       if (err > tol.atol + tol.rtol * std::fabs(want)) ++beyond;
       if (err > max_abs || worst < 0) max_abs = err, worst = i;
@@ -300,8 +306,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     const std::string numbers = counts + (worst_text.empty() ? "" : "; " + worst_text);
     if (misrouted) return verdict(Status::Fail, reason::kMisroute, r.v.detail + ". Launched anyway: " + numbers);
     if (!oov.empty()) return verdict(Status::Fail, reason::kOutOfView, oov + "; " + numbers);
-    if (unwritten) return verdict(Status::Fail, reason::kUnwritten, numbers);
-    if (nonfinite) return verdict(Status::Fail, reason::kNanOrInf, numbers);
+    auto where = [&](int64_t i) { return fmt::format("seq {} head {} dim {}", i / (NH * HD), i % (NH * HD) / HD, i % HD); };
+    if (unwritten) return verdict(Status::Fail, reason::kUnwritten, "first unwritten at " + where(first_unwritten) + "; " + numbers);
+    if (nonfinite)
+      return verdict(Status::Fail, reason::kNanOrInf, "first NaN/Inf at " + where(first_nonfinite) + "; " + numbers);
     if (beyond) return verdict(Status::Fail, reason::kMismatch, numbers);
     r.v.detail = worst_text;
     // kernel_us (the reader) and writer_us: after the verdict's launches and downloads. Relaunching
