@@ -187,6 +187,7 @@ int cli_main(int argc, char** argv) {
     o.progress = !no_progress && isatty(STDERR_FILENO);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);
     // Test hook: the nth device synchronize raises a sticky device fault (runner_test, ctest).
     if (const char* n = std::getenv("KVH_INJECT_FAULT"); n && *n) device::testing::inject_fault(std::atoi(n));
     const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, g_stop);

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <cstdio>
@@ -38,6 +41,14 @@ void draw_progress(size_t done, size_t total, int pass, int fail, int other) {
 
 }  // namespace
 
+std::function<void(int)> g_on_fatal_signal;
+
+void on_fatal_signal(int sig) {
+  if (g_on_fatal_signal) g_on_fatal_signal(sig);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id) {
   // Its own report directory: a repro never overwrites the run it came from.
   std::string cmd = fmt::format("{} run {} --filter 'id={}' --report-dir reports/repro", o.program, case_file, id);
@@ -71,6 +82,34 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   std::atomic<double> running_since{0.0};
   std::atomic<bool> finished{false};
   auto now_s = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  // Ends the run at case i, which never returned: writes the report with it
+  // as CRASH and exits 1.
+  auto abandon = [&](long i, const char* why, const std::string& detail) {
+    CaseResult cr;
+    cr.c = cases[size_t(i)];
+    cr.v.status = Status::Crash;
+    cr.v.reason = why;
+    cr.v.detail = detail;
+    cr.repro = repro_command(o, case_file_of[size_t(i)], cr.c.id());
+    RunReport partial = rep;
+    partial.results.push_back(cr);
+    partial.complete = false;
+    partial.stopped_because = fmt::format("case {} did not return: {}", cr.c.id(), cr.v.detail);
+    partial.finished_at = utc_now();
+    write_report_files(partial, o.report_dir);
+    std::fprintf(stderr, "\nkvharness: %s\nreport: %s/summary.md\n", partial.stopped_because.c_str(),
+                 o.report_dir.c_str());
+    std::_Exit(kExitFail);
+  };
+  // A wild access in a kernel on the cpu backend is a signal in this process:
+  // report the case as CRASH instead of dying without a report. (Not
+  // async-signal-safe; it runs only when the process is lost anyway.)
+  g_on_fatal_signal = [&](int sig) {
+    const long i = running.load();
+    if (i < 0) return;
+    abandon(i, reason::kCrash, fmt::format("signal {} ({}) while the case ran: an out-of-bounds access on the cpu "
+                                           "backend, or a fault in the harness", sig, strsignal(sig)));
+  };
   std::thread watchdog([&] {
     double stop_seen = 0;
     while (!finished.load()) {
@@ -83,28 +122,19 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       const bool stuck_after_stop = stop_seen > 0 && t - stop_seen > 5.0;
       if (!timed_out && !stuck_after_stop) continue;
       std::lock_guard<std::mutex> lk(report_mutex);
-      CaseResult cr;
-      cr.c = cases[size_t(i)];
-      cr.v.status = Status::Crash;
-      cr.v.reason = reason::kTimeout;
-      cr.v.detail = fmt::format("the case ran {:.0f} s without returning ({}); a hung kernel?", elapsed,
-                                timed_out ? fmt::format("--case-timeout {}", o.case_timeout_s) : "interrupted");
-      cr.repro = repro_command(o, case_file_of[size_t(i)], cr.c.id());
-      RunReport partial = rep;
-      partial.results.push_back(cr);
-      partial.complete = false;
-      partial.stopped_because = fmt::format("case {} did not return: {}", cr.c.id(), cr.v.detail);
-      partial.finished_at = utc_now();
-      write_report_files(partial, o.report_dir);
-      std::fprintf(stderr, "\nkvharness: %s\nreport: %s/summary.md\n", partial.stopped_because.c_str(),
-                   o.report_dir.c_str());
-      std::_Exit(kExitFail);
+      abandon(i, reason::kTimeout,
+              fmt::format("the case ran {:.0f} s without returning ({}); a hung kernel?", elapsed,
+                          timed_out ? fmt::format("--case-timeout {}", o.case_timeout_s) : "interrupted"));
     }
   });
   struct Join {
     std::thread& t;
     std::atomic<bool>& f;
-    ~Join() { f = true; t.join(); }
+    ~Join() {
+      g_on_fatal_signal = nullptr;
+      f = true;
+      t.join();
+    }
   } join{watchdog, finished};
   for (size_t i = 0; i < cases.size() && !stop.load(); ++i) {
     const Case& c = cases[i];

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ std::string repro_command(const RunOptions& o, const std::string& case_file, con
 /// complete = false.
 RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
                     const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop);
+
+/// Handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL: while run_cases runs, writes the
+/// report with the running case as CRASH and exits 1; otherwise re-raises.
+void on_fatal_signal(int sig);
+extern std::function<void(int)> g_on_fatal_signal;
 
 /// 1 if a case not marked `fixture` FAILed or CRASHed, or the run was cut
 /// short; 125 if no case ran (every one UNSUPPORTED); else 0.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -204,6 +205,40 @@ TEST(Runner, ExitCodeIgnoresRegressionFixturesOnly) {
   EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "a lone fixture repro that fails as expected ran fine";
   rep.results = {result_of("reshape_and_cache", "", Status::Unsupported)};
   EXPECT_EQ(exit_code_for(rep, reg), kExitNothingRunnable);
+}
+
+TEST(Runner, AKernelThatSegfaultsOnTheCpuBackendIsACrashInTheReport) {
+  if (device::info().backend != "cpu") GTEST_SKIP() << "a GPU reports the fault as a sticky error instead";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string dir = ::testing::TempDir() + "kvh_segv_report";
+  Case wild;
+  wild.model = "test";
+  wild.num_heads = 1;
+  wild.num_kv_heads = 1;
+  wild.head_size = 64;
+  wild.batch_size = 4;
+  wild.layout = Scheme::KvFirst;
+  wild.writer = "planted_wild_write";
+  Case ok = wild;
+  ok.writer = "reshape_and_cache_flash";
+  auto run = [&] {
+    for (int sig : {SIGSEGV, SIGBUS}) std::signal(sig, on_fatal_signal);
+    Registry reg;
+    reg.add_provider(kvh_planted_writers, "planted");
+    RunOptions o;
+    o.report_dir = dir;
+    std::atomic<bool> stop{false};
+    run_cases({ok, wild, ok}, {"x.toml", "x.toml", "x.toml"}, reg, o, stop);
+  };
+  EXPECT_EXIT(run(), ::testing::ExitedWithCode(kExitFail), "signal 11");
+  std::ifstream f(dir + "/results.json");
+  ASSERT_TRUE(f);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["complete"], false);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(j["cases"][0]["verdict"], "PASS");
+  EXPECT_EQ(j["cases"][1]["verdict"], "CRASH");
+  EXPECT_EQ(j["cases"][1]["reason"], "crash");
 }
 
 TEST(Runner, AHungCaseEndsTheRunWithItsReportWritten) {

@@ -60,6 +60,17 @@ int hangs(const kvh_write_args* a, void* stream) {
   return hipGetLastError();
 }
 
+// Writes 2^40 elements before the cache: a segfault on the cpu backend, an
+// illegal address on a GPU, for the runner's crash test.
+__global__ void planted_wild_write_kernel(uint16_t* key_cache) {
+  if (threadIdx.x == 0) key_cache[-(int64_t(1) << 40)] = 1;
+}
+
+int wild_write(const kvh_write_args* a, void* stream) {
+  hipLaunchKernelGGL(planted_wild_write_kernel, dim3(1), dim3(64), 0, (hipStream_t)stream, (uint16_t*)a->key_cache.data);
+  return hipGetLastError();
+}
+
 int ignores_negative_slot(const kvh_write_args* a, void* s) { return launch_planted(a, s, kIgnoresNegativeSlot); }
 int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a, s, kWritesOnePast); }
 int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
@@ -75,6 +86,7 @@ const kvh_kernel_desc kPlanted[] = {
     planted("planted_writes_one_past", "PLANTED: writes one element past its slot", writes_one_past),
     planted("planted_swaps_kv", "PLANTED: swaps the K and V caches", swaps_kv),
     planted("planted_skips_last_token", "PLANTED: never writes the last token", skips_last_token),
+    planted("planted_wild_write", "PLANTED: writes 2^40 elements before the cache (a fault)", wild_write),
     planted("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)", hangs),
 };
 
