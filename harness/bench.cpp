@@ -245,16 +245,6 @@ std::vector<Summary> large_summary(const Result& r) {
   return out;
 }
 
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  const auto tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw std::runtime_error(fmt::format("cannot write {}", tmp));
-  }
-  std::filesystem::rename(tmp, p);
-}
-
 }  // namespace
 
 int64_t writer_bytes(int64_t T, int64_t H, int64_t D, int64_t e) {
@@ -484,8 +474,8 @@ int bench_main(const Options& o, const Registry& registry) {
   const Result r = run(o, registry);
   fmt::print("{}", table(r));
   std::filesystem::create_directories(o.report_dir);
-  write_file(std::filesystem::path(o.report_dir) / "bench.md", markdown(r));
-  write_file(std::filesystem::path(o.report_dir) / "bench.json", json(r));
+  write_text_file(std::filesystem::path(o.report_dir) / "bench.md", markdown(r));
+  write_text_file(std::filesystem::path(o.report_dir) / "bench.json", json(r));
   fmt::print("report: {}/bench.md, {}/bench.json\n", o.report_dir, o.report_dir);
   bool any_error = !r.copy_error.empty();
   for (const Row& row : r.rows) any_error |= !row.error.empty();

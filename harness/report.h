@@ -1,5 +1,6 @@
 // A run's results and the files written from them (reports/<run>/).
 #pragma once
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ std::string summary_markdown(const RunReport& r);
 std::string junit_xml(const RunReport& r);
 /// Writes the three files into dir (created if missing). Throws std::runtime_error naming the file on I/O failure.
 void write_report_files(const RunReport& r, const std::string& dir);
+/// Writes `text` to `path` through a temporary file and a rename, so that a
+/// reader never sees half a file. Throws std::runtime_error naming the file.
+void write_text_file(const std::filesystem::path& path, const std::string& text);
 /// Now, as ISO 8601 UTC.
 std::string utc_now();
 

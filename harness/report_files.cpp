@@ -26,7 +26,9 @@ std::string xml_escape(const std::string& s) {
   return o;
 }
 
-void write_file(const std::filesystem::path& p, const std::string& text) {
+}  // namespace
+
+void write_text_file(const std::filesystem::path& p, const std::string& text) {
   // Write then rename: a reader never sees half a report, and a crash keeps the last good one.
   const auto tmp = p.string() + ".tmp";
   {
@@ -36,8 +38,6 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
   }
   std::filesystem::rename(tmp, p);
 }
-
-}  // namespace
 
 std::string junit_xml(const RunReport& r) {
   // A regression fixture's FAIL is expected: a pass for JUnit readers, with the verdict kept in system-out.
@@ -74,9 +74,9 @@ void write_report_files(const RunReport& r, const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create report directory {}: {}", dir, ec.message()));
   const std::filesystem::path d(dir);
-  write_file(d / "results.json", results_json(r));
-  write_file(d / "summary.md", summary_markdown(r));
-  write_file(d / "junit.xml", junit_xml(r));
+  write_text_file(d / "results.json", results_json(r));
+  write_text_file(d / "summary.md", summary_markdown(r));
+  write_text_file(d / "junit.xml", junit_xml(r));
 }
 
 std::string utc_now() {

@@ -207,19 +207,20 @@ TEST(Runner, ExitCodeIgnoresRegressionFixturesOnly) {
   EXPECT_EQ(exit_code_for(rep, reg), kExitNothingRunnable);
 }
 
-TEST(Runner, AKernelThatSegfaultsOnTheCpuBackendIsACrashInTheReport) {
-  if (device::info().backend != "cpu") GTEST_SKIP() << "a GPU reports the fault as a sticky error instead";
+// Runs cases {ok, writer, ok} in a child process (the runner ends it) and
+// returns the report it left in dir.
+nlohmann::json run_until_the_runner_exits(const std::string& writer, const std::string& dir, double timeout_s,
+                                          const char* expected_stderr) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string dir = ::testing::TempDir() + "kvh_segv_report";
-  Case wild;
-  wild.model = "test";
-  wild.num_heads = 1;
-  wild.num_kv_heads = 1;
-  wild.head_size = 64;
-  wild.batch_size = 4;
-  wild.layout = Scheme::KvFirst;
-  wild.writer = "planted_wild_write";
-  Case ok = wild;
+  Case bad;
+  bad.model = "test";
+  bad.num_heads = 1;
+  bad.num_kv_heads = 1;
+  bad.head_size = 64;
+  bad.batch_size = 4;
+  bad.layout = Scheme::KvFirst;
+  bad.writer = writer;
+  Case ok = bad;
   ok.writer = "reshape_and_cache_flash";
   auto run = [&] {
     for (int sig : {SIGSEGV, SIGBUS}) std::signal(sig, on_fatal_signal);
@@ -227,15 +228,21 @@ TEST(Runner, AKernelThatSegfaultsOnTheCpuBackendIsACrashInTheReport) {
     reg.add_provider(kvh_planted_writers, "planted");
     RunOptions o;
     o.report_dir = dir;
+    o.case_timeout_s = timeout_s;
     std::atomic<bool> stop{false};
-    run_cases({ok, wild, ok}, {"x.toml", "x.toml", "x.toml"}, reg, o, stop);
+    run_cases({ok, bad, ok}, {"x.toml", "x.toml", "x.toml"}, reg, o, stop);
   };
-  EXPECT_EXIT(run(), ::testing::ExitedWithCode(kExitFail), "signal 11");
+  EXPECT_EXIT(run(), ::testing::ExitedWithCode(kExitFail), expected_stderr);
   std::ifstream f(dir + "/results.json");
-  ASSERT_TRUE(f);
-  const auto j = nlohmann::json::parse(f);
+  EXPECT_TRUE(f) << "the runner writes the report before it exits";
+  return f ? nlohmann::json::parse(f) : nlohmann::json();
+}
+
+TEST(Runner, AKernelThatSegfaultsOnTheCpuBackendIsACrashInTheReport) {
+  if (device::info().backend != "cpu") GTEST_SKIP() << "a GPU reports the fault as a sticky error instead";
+  const auto j = run_until_the_runner_exits("planted_wild_write", ::testing::TempDir() + "kvh_segv_report", 600, "signal 11");
   EXPECT_EQ(j["complete"], false);
-  ASSERT_EQ(j["cases"].size(), 2u);
+  ASSERT_EQ(j["cases"].size(), 2u) << "the case before, and the one that faulted";
   EXPECT_EQ(j["cases"][0]["verdict"], "PASS");
   EXPECT_EQ(j["cases"][1]["verdict"], "CRASH");
   EXPECT_EQ(j["cases"][1]["reason"], "crash");
@@ -243,31 +250,7 @@ TEST(Runner, AKernelThatSegfaultsOnTheCpuBackendIsACrashInTheReport) {
 
 TEST(Runner, AHungCaseEndsTheRunWithItsReportWritten) {
   if (device::info().backend != "cpu") GTEST_SKIP() << "the planted hang is a fiber deadlock";
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string dir = ::testing::TempDir() + "kvh_hang_report";
-  Case hang;
-  hang.model = "test";
-  hang.num_heads = 1;
-  hang.num_kv_heads = 1;
-  hang.head_size = 64;
-  hang.batch_size = 4;
-  hang.layout = Scheme::KvFirst;
-  hang.writer = "planted_hangs";
-  Case ok = hang;
-  ok.writer = "reshape_and_cache_flash";
-  auto run = [&] {
-    Registry reg;
-    reg.add_provider(kvh_planted_writers, "planted");
-    RunOptions o;
-    o.report_dir = dir;
-    o.case_timeout_s = 1.5;
-    std::atomic<bool> stop{false};
-    run_cases({ok, hang, ok}, {"x.toml", "x.toml", "x.toml"}, reg, o, stop);
-  };
-  EXPECT_EXIT(run(), ::testing::ExitedWithCode(kExitFail), "did not return");
-  std::ifstream f(dir + "/results.json");
-  ASSERT_TRUE(f) << "the watchdog writes the report before it exits";
-  const auto j = nlohmann::json::parse(f);
+  const auto j = run_until_the_runner_exits("planted_hangs", ::testing::TempDir() + "kvh_hang_report", 1.5, "did not return");
   EXPECT_EQ(j["complete"], false);
   ASSERT_EQ(j["cases"].size(), 2u) << "the case before, and the hung one";
   EXPECT_EQ(j["cases"][0]["verdict"], "PASS");
