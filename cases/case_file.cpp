@@ -235,6 +235,9 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes"});
   const CommonAxes axes = common_axes(c, t, models);
+  // The large layout sizes a cache by its write tokens; decode caches are sized by their sequences.
+  if (std::find(axes.layouts.begin(), axes.layouts.end(), "large") != axes.layouts.end())
+    c.fail(*t.get("layouts"), "layouts", "'large' is a [[write]] suite only (see cases/large.toml)");
   const auto batch_sizes = integers(c, t, "batch_sizes", true, 1, 1 << 16);
   const auto ctx = integers(c, t, "context_lens", true, 1, 1 << 20);
   if (ctx.size() != 2 || ctx[0] > ctx[1])

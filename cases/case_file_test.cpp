@@ -79,6 +79,9 @@ TEST(CaseFile, OutOfRangeValuesDuplicateModelsAndPartialGqaGroupsAreErrors) {
                "bad.toml:2: field 'name': model 'Qwen3-235B-A22B' is already defined");
   expect_error("[[model]]\nname = \"m\"\nnum_heads = 8\nnum_kv_heads = 1\nhead_size = 64\nhybrid = \"yes\"\n",
                "bad.toml:6: field 'hybrid': expected true or false, got a string");
+  expect_error("[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"large\"]\nblock_sizes = [16]\n"
+               "dtypes = [\"fp16\"]\nbatch_sizes = [4]\ncontext_lens = [1, 3]\nreaders = [\"r\"]\n",
+               "bad.toml:3: field 'layouts': 'large' is a [[write]] suite only");
 }
 
 TEST(CaseFile, MissingFileIsAnError) { EXPECT_THROW(load_case_file("/nonexistent/x.toml"), CaseFileError); }
