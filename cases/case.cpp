@@ -1,6 +1,7 @@
 #include "case.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace kvh {
 
@@ -24,11 +25,21 @@ std::string kernels_of(const Case& c) {
                             : fmt::format("router={}@{}", c.router_policy, c.target.empty() ? "device" : c.target);
   return w + "+" + r;
 }
+
+
+std::string context_part(const Case& c) {
+  if (c.kind == CaseKind::Write) return "";
+  if (c.context_lens.empty()) return fmt::format("ctx{}-{}/", c.context_len_min, c.context_len_max);
+  if (c.context_lens.size() <= 8) return fmt::format("ctx={}/", fmt::join(c.context_lens, "+"));
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the lengths
+  for (int64_t n : c.context_lens)
+    for (int b = 0; b < 8; ++b) h = (h ^ uint8_t(uint64_t(n) >> (8 * b))) * 0x100000001b3ull;
+  return fmt::format("ctx={}@{:016x}/", c.context_lens.size(), h);
+}
 }  // namespace
 
 std::string Case::id() const {
-  const std::string ctx =
-      kind == CaseKind::Write ? "" : fmt::format("ctx{}-{}/", context_len_min, context_len_max);
+  const std::string ctx = context_part(*this);
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
   const std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "layout.h"
 
@@ -31,13 +32,18 @@ struct Case {
   std::string router_policy;      // e.g. "aiter-v0.1.12": the router picks the reader
   std::string target;             // compute units for routing: a named target, or "" for the device's
   int high_precision = 1;         // router input, 0..2
-  int64_t context_len_min = 0, context_len_max = 0;  // per-sequence lengths drawn from this range
+  int64_t context_len_min = 0, context_len_max = 0;  // per-sequence lengths drawn from this range,
+                                                     // both ends always among them when batch_size >= 2
+  std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
+                                                     // when set, min/max are its extremes and nothing is drawn
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
   uint64_t seed = 1;
   std::string source;             // "file:line" of the table that made it
 
   /// Stable across runs, "/"-separated: kind/model/tp/head_size/layout/block_size/dtype/batch/
   /// [context range/]kernels/seed, where kernels is the writer, or writer+reader or writer+router.
+  /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
+  /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
   std::string id() const;
   /// Row name in the matrix: variant_name if given, else the kernels.
   std::string variant() const;

@@ -10,6 +10,7 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include "filter.h"
 #include "model.h"
 
 namespace kvh {
@@ -233,32 +234,57 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const std::string table = to_string(kind);
   only_keys(c, t, table,
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
-             "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes"});
+             "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
+             "context_lens_lists"});
   const CommonAxes axes = common_axes(c, t, models);
   // The large layout sizes a cache by its write tokens; decode caches are sized by their sequences.
   if (std::find(axes.layouts.begin(), axes.layouts.end(), "large") != axes.layouts.end())
     c.fail(*t.get("layouts"), "layouts", "'large' is a [[write]] suite only (see cases/large.toml)");
-  const auto batch_sizes = integers(c, t, "batch_sizes", true, 1, 1 << 16);
-  const auto ctx = integers(c, t, "context_lens", true, 1, 1 << 20);
-  if (ctx.size() != 2 || ctx[0] > ctx[1])
-    c.fail(*t.get("context_lens"), "context_lens", "expected [min, max] with min <= max");
+  // Either batch_sizes with a [min, max] range, or explicit per-sequence lists.
+  std::vector<std::vector<int64_t>> lists;
+  std::vector<int64_t> batch_sizes, ctx;
+  if (const toml::node* n = t.get("context_lens_lists")) {
+    for (const char* k : {"batch_sizes", "context_lens"})
+      if (t.get(k)) c.fail(*t.get(k), k, "not allowed beside context_lens_lists (each list is one batch)");
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) c.fail(*n, "context_lens_lists", "expected a non-empty array of arrays of lengths");
+    for (const auto& e : *a) {
+      const toml::array* l = e.as_array();
+      if (!l || l->empty() || l->size() > (1u << 16))
+        c.fail(e, "context_lens_lists", "expected an array of 1 to 65536 context lengths per batch");
+      std::vector<int64_t> lens;
+      for (const auto& x : *l) {
+        if (!x.is_integer() || *x.value<int64_t>() < 1 || *x.value<int64_t>() > (1 << 20))
+          c.fail(x, "context_lens_lists", "expected integer context lengths in [1, 1048576]");
+        lens.push_back(*x.value<int64_t>());
+      }
+      lists.push_back(lens);
+    }
+  } else {
+    batch_sizes = integers(c, t, "batch_sizes", true, 1, 1 << 16);
+    ctx = integers(c, t, "context_lens", true, 1, 1 << 20);
+    if (ctx.size() != 2 || ctx[0] > ctx[1])
+      c.fail(*t.get("context_lens"), "context_lens", "expected [min, max] with min <= max");
+    for (int64_t b : batch_sizes) lists.push_back(std::vector<int64_t>(size_t(b), 0));  // 0: drawn
+  }
   const std::string target = string_field(c, t, "target", "");
   const int hp = int(integer(c, t, "high_precision", 1, 0));
   if (hp > 2) c.fail(*t.get("high_precision"), "high_precision", "expected 0, 1 or 2");
   const auto variants = variants_of(c, t, kind);
   for_each_base(c, t, kind, axes, models, [&](const Case& base) {
     for (const auto& v : variants)
-      for (int64_t n : batch_sizes)
+      for (const auto& lens : lists)
         for (int64_t seed : seeds) {
           Case k = base;
-          k.batch_size = n;
+          k.batch_size = int64_t(lens.size());
+          if (lens.front() > 0) k.context_lens = lens;
           k.writer = v.writer;
           k.reader = v.reader;
           k.router_policy = v.router;
           k.target = v.router.empty() ? "" : target;
           k.high_precision = hp;
-          k.context_len_min = ctx[0];
-          k.context_len_max = ctx[1];
+          k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
+          k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
           k.variant_name = v.name;
           k.seed = uint64_t(seed);
           out.push_back(std::move(k));
@@ -266,18 +292,73 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   });
 }
 
-}  // namespace
+// One [[expected_failure]] or [[known_failure]] table (cases/expectation.h).
+ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std::string& table) {
+  only_keys(c, t, table, {"filter", "ids", "component", "reasons", "why"});
+  ExpectedFailure e;
+  e.source = fmt::format("{}:{}", c.file, t.source().begin.line);
+  e.filter = string_field(c, t, "filter", "");
+  e.ids = strings(c, t, "ids", false);
+  if (e.filter.empty() && e.ids.empty()) c.fail(t, "filter", "a declaration needs a 'filter' or 'ids' naming its cases");
+  if (!e.filter.empty()) {
+    try {
+      Filter f(e.filter);
+    } catch (const FilterError& err) {
+      c.fail(*t.get("filter"), "filter", err.what());
+    }
+  }
+  e.component = string_field(c, t, "component", "");
+  const auto& comps = expectable_components();
+  if (!e.component.empty() && std::find(comps.begin(), comps.end(), e.component) == comps.end())
+    c.fail(*t.get("component"), "component",
+           fmt::format("unknown component '{}'; expected one of {} (a harness failure is never expected)", e.component,
+                       fmt::join(comps, ", ")));
+  e.reasons = strings(c, t, "reasons", false, expectable_reasons());
+  e.why = string_field(c, t, "why", "");
+  if (e.why.empty()) c.fail(t, "why", "missing; say which bug makes these cases fail");
+  return e;
+}
 
-std::vector<Case> parse_case_text(const std::string& text, const std::string& name) {
-  Ctx c{name};
-  toml::table root;
+std::vector<ExpectedFailure> expectations_of(const Ctx& c, const toml::table& root, const std::string& table) {
+  std::vector<ExpectedFailure> out;
+  if (const toml::node* n = root.get(table)) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables()) c.fail(*n, table, "expected [[" + table + "]] tables");
+    for (const auto& e : *arr) out.push_back(parse_expectation(c, *e.as_table(), table));
+  }
+  return out;
+}
+
+toml::table parse_toml(const std::string& text, const std::string& name) {
   try {
-    root = toml::parse(text, name);
+    return toml::parse(text, name);
   } catch (const toml::parse_error& e) {
     throw CaseFileError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
                                     e.description()));
   }
-  only_keys(c, root, "top level", {"seeds", "model", "write", "attention", "pipeline"});
+}
+
+std::string read_regular_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw CaseFileError(fmt::format("{}: not a {} (no such regular file)", path, what));
+  std::ifstream in(path);
+  if (!in) throw CaseFileError(fmt::format("{}: cannot open the {}", path, what));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::vector<Case> parse_case_text(const std::string& text, const std::string& name) {
+  return parse_case_file_text(text, name).cases;
+}
+
+CaseFile parse_case_file_text(const std::string& text, const std::string& name) {
+  Ctx c{name};
+  const toml::table root = parse_toml(text, name);
+  only_keys(c, root, "top level", {"seeds", "model", "write", "attention", "pipeline", "expected_failure"});
   std::vector<int64_t> seeds = integers(c, root, "seeds", false, 0);
   if (seeds.empty()) seeds = {1};
 
@@ -324,17 +405,22 @@ std::vector<Case> parse_case_text(const std::string& text, const std::string& na
       c.fail(*n, to_string(kind), fmt::format("expected [[{}]] tables", to_string(kind)));
     for (const auto& e : *arr) expand_decode(c, *e.as_table(), kind, models, seeds, cases);
   }
-  return cases;
+  return CaseFile{std::move(cases), expectations_of(c, root, "expected_failure")};
 }
 
-std::vector<Case> load_case_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw CaseFileError(path + ": not a case file (no such regular file)");
-  std::ifstream in(path);
-  if (!in) throw CaseFileError(path + ": cannot open the case file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_case_text(ss.str(), path);
+CaseFile load_case_file_full(const std::string& path) {
+  return parse_case_file_text(read_regular_file(path, "case file"), path);
+}
+
+std::vector<Case> load_case_file(const std::string& path) { return load_case_file_full(path).cases; }
+
+std::vector<ExpectedFailure> load_known_failures(const std::string& path) {
+  Ctx c{path};
+  const toml::table root = parse_toml(read_regular_file(path, "known-failures file"), path);
+  only_keys(c, root, "top level", {"known_failure"});
+  auto out = expectations_of(c, root, "known_failure");
+  if (out.empty()) c.fail(root, "known_failure", "no [[known_failure]] table; expected at least one");
+  return out;
 }
 
 }  // namespace kvh

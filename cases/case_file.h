@@ -18,12 +18,18 @@
 //   [[pipeline.variants]]          # rows: name, writer (pipeline only), and reader or router
 //   name = "after fix (shuffle=1)"  writer = "reshape_and_cache_shuffle"  router = "aiter-v0.1.10.post3"
 //   (instead of variants: readers = [...] and/or routers = [...], crossed with writers = [...] in a pipeline)
+//   context_lens_lists = [[1, 512, 513]]  # instead of batch_sizes/context_lens: explicit per-sequence
+//                                  # lengths, one list per batch (its length is the batch size)
+//   [[expected_failure]]           # where a fixture must fail (cases/expectation.h): filter, ids,
+//   filter = "writer=fixture_*"  component = "writer"  reasons = ["mismatch"]  why = "..."
+// README.md "Case files" lists every key.
 #pragma once
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "case.h"
+#include "expectation.h"
 
 namespace kvh {
 
@@ -33,9 +39,19 @@ struct CaseFileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Expands `path` into cases, in file order. Throws CaseFileError.
-std::vector<Case> load_case_file(const std::string& path);
+/// A case file's contents: its cases in file order and its expected failures.
+struct CaseFile {
+  std::vector<Case> cases;
+  std::vector<ExpectedFailure> expected_failures;
+};
+
+/// Expands `path` into cases and expected failures. Throws CaseFileError.
+CaseFile load_case_file_full(const std::string& path);
 /// The same, from TOML text; `name` stands for the file name in errors.
+CaseFile parse_case_file_text(const std::string& text, const std::string& name);
+/// The cases only (load_case_file_full(path).cases).
+std::vector<Case> load_case_file(const std::string& path);
+/// The cases only, from TOML text.
 std::vector<Case> parse_case_text(const std::string& text, const std::string& name);
 
 }  // namespace kvh

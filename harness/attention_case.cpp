@@ -16,6 +16,7 @@
 #include "tolerance.h"
 #include "values.h"
 #include "views.h"
+#include "write_check.h"
 
 namespace kvh {
 
@@ -44,12 +45,23 @@ struct Sequences {
   std::vector<int64_t> slots;         // [total_tokens], sequence by sequence
 };
 
+// Per-sequence context lengths: the case's explicit list, or draws from
+// [min, max] whose first two are the ends themselves (when the batch has
+// room), so that a range meant to reach a partition edge always reaches it.
+std::vector<int64_t> draw_context_lens(const Case& c, std::mt19937_64& rng) {
+  if (!c.context_lens.empty()) return c.context_lens;
+  std::uniform_int_distribution<int64_t> len(c.context_len_min, c.context_len_max);
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < c.batch_size; ++i)
+    out.push_back(i == 0 ? c.context_len_max : i == 1 ? c.context_len_min : len(rng));
+  std::shuffle(out.begin(), out.end(), rng);  // the ends sit at random batch positions
+  return out;
+}
+
 Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
   Sequences s;
-  std::uniform_int_distribution<int64_t> len(c.context_len_min, c.context_len_max);
   int64_t used = 0;
-  for (int64_t i = 0; i < c.batch_size; ++i) {
-    const int64_t n = len(rng);
+  for (int64_t n : draw_context_lens(c, rng)) {
     s.context_lens.push_back(int32_t(n));
     const int64_t blocks = (n + c.block_size - 1) / c.block_size;
     s.max_blocks = std::max(s.max_blocks, blocks);
@@ -123,9 +135,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   CaseResult r;
   r.c = c;
   r.data_seed = hash_seed(c.id(), c.seed);
-  auto verdict = [&](Status st, const char* why, std::string detail) {
-    r.v.status = st;
-    r.v.reason = why;
+  auto unsupported = [&](std::string detail) {
+    r.v.status = Status::Unsupported;
+    r.v.reason = reason::kUnsupported;
     r.v.detail = std::move(detail);
     return r;
   };
@@ -145,41 +157,44 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       reader = d.reader;
       r.route_reason = d.reason;
     } catch (const std::invalid_argument& e) {
-      return verdict(Status::Unsupported, reason::kUnsupported, e.what());
+      return unsupported(e.what());
     }
   }
   r.routed_to = reader;
   const kvh_kernel_desc* rd = registry.find(reader);
   if (!rd || rd->role != KVH_ROLE_READER || !rd->attention)
-    return verdict(Status::Unsupported, reason::kUnsupported, "no decode-attention reader named '" + reader + "'");
+    return unsupported("no decode-attention reader named '" + reader + "'");
   const kvh_kernel_desc* wr = nullptr;
   if (c.kind == CaseKind::Pipeline) {
     wr = registry.find(c.writer);
-    if (!wr || wr->role != KVH_ROLE_WRITER)
-      return verdict(Status::Unsupported, reason::kUnsupported, "no cache writer named '" + c.writer + "'");
+    if (!wr || wr->role != KVH_ROLE_WRITER) return unsupported("no cache writer named '" + c.writer + "'");
     if (wr->cache_format != rd->cache_format)
-      return verdict(Status::Unsupported, reason::kUnsupported,
-                     fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
-                                 cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format)));
+      return unsupported(fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
+                                     cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format)));
   }
 
   // 2. Capabilities: a router that picks a kernel outside them has misrouted.
-  bool misrouted = false;
+  // A pipeline still runs its writer first: the writer's own damage is a
+  // separate cause that a misroute must not hide.
+  std::string misroute;
   if (!supports_head_size(*rd, c.head_size)) {
     const std::string why = fmt::format("{} declares head_size {} only; this case has head_size {}", reader,
                                         declared_head_sizes(*rd), c.head_size);
-    if (c.router_policy.empty()) return verdict(Status::Unsupported, reason::kUnsupported, why);
-    misrouted = true;
-    r.v.detail = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
-    if (!options.launch_misrouted) return verdict(Status::Fail, reason::kMisroute, r.v.detail);
+    if (c.router_policy.empty()) return unsupported(why);
+    misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
+    if (!wr && !options.launch_misrouted) {
+      add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
+      return r;
+    }
   }
 
   // 3. The cache and the sequences.
   std::mt19937_64 rng(r.data_seed);
   const Sequences s = make_sequences(c, rng);
+  r.context_lens = s.context_lens;
   CacheGeometry g{s.num_blocks, c.block_size, c.num_kv_heads, c.head_size, 8, 2};
   auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes);
-  if (!made.layout) return verdict(Status::Unsupported, reason::kUnsupported, made.reason);
+  if (!made.layout) return unsupported(made.reason);
   const CacheLayout& L = *made.layout;
   r.key_layout = L.key.str();
   r.value_layout = L.value.str();
@@ -205,6 +220,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   std::fill_n(out.storage_as<uint16_t>(), S * NH * HD, poison);
   const double scale = 1.0 / std::sqrt(double(HD));
 
+  // Which component a device error belongs to: the kernel launched last, until its synchronize returns.
+  const char* on_device = component::kHarness;
   try {
     device::Buffer d_cache(cache.bytes().size()), d_qkv(step.buf.size() * 2), d_out(out.bytes().size());
     device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
@@ -217,7 +234,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
 
     FusedQkv hist;                    // pipeline: the writer's input, kept for timing it
     device::Buffer d_hist, d_slots;
-    if (wr) {  // pipeline: the writer under test writes every context token
+    bool writer_failed = false;
+    if (wr) {  // pipeline: the writer under test writes every context token, and is judged first
       // History tokens as a fused KV buffer (no query columns: they would only cost memory);
       // the token stride is still 2 * num_kv_heads * head_size, not contiguous.
       hist = make_fused_qkv(T, 0, c.num_kv_heads, HD, key, value, c.dtype, rng);
@@ -225,12 +243,28 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       d_slots = device::Buffer(std::max<size_t>(s.slots.size(), 1) * 8);
       d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
       d_slots.upload(s.slots.data(), s.slots.size() * 8);
+      on_device = component::kWriter;
       const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
-      if (rc != 0)
-        return verdict(Status::Fail, reason::kLaunchError, fmt::format("{} returned {}", c.writer, device::error_text(rc)));
+      if (rc != 0) {
+        add_cause(r.v, component::kWriter, reason::kLaunchError,
+                  fmt::format("{} returned {}", c.writer, device::error_text(rc)));
+        if (!misroute.empty()) add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
+        return r;
+      }
       device::synchronize();
+      on_device = component::kHarness;
+      GuardedArena expected = cache;  // the storage before the writer; the reference writes into it
+      d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
+      Verdict wv = check_writer_output(L, c.dtype, key, value, s.slots, expected, cache);
+      for (auto& cause : wv.causes) {
+        writer_failed = true;
+        add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);
+      }
     }
-    if (wr) d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
+    if (!misroute.empty()) {
+      add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
+      if (!options.launch_misrouted) return r;
+    }
 
     kvh_attention_args a{};
     const kvh_dtype dt = to_kvh(c.dtype);
@@ -255,17 +289,22 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
         a.workspace_bytes = ws;
       }
     }
+    on_device = component::kReader;
     const int rc = rd->attention(&a, nullptr);
-    if (rc != 0)
-      return verdict(Status::Fail, reason::kLaunchError, fmt::format("{} returned {}", reader, device::error_text(rc)));
+    if (rc != 0) {
+      add_cause(r.v, component::kReader, reason::kLaunchError,
+                fmt::format("{} returned {}", reader, device::error_text(rc)));
+      return r;
+    }
     device::synchronize();
+    on_device = component::kHarness;
 
     GuardedArena out_after(S * NH * HD, 2, 4096, GuardedArena::Uninitialized{});
     GuardedArena cache_after(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_out.download(out_after.bytes().data(), out_after.bytes().size());
     d_cache.download(cache_after.bytes().data(), cache_after.bytes().size());
 
-    // 4. The checks, strongest first.
+    // 4. The reader's checks, strongest first.
     const reference::RowMatrix ref = reference_out(c, s, query_logical, key, value, scale);
     const Tolerance tol = attention_tolerance(c.dtype);
     int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
@@ -295,36 +334,52 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
                                 decode16(c.dtype, o[worst]), ref(worst / (NH * HD), worst % (NH * HD)), tol.atol, tol.rtol);
     const std::string counts = fmt::format("{} unwritten, {} NaN/Inf, {} beyond tolerance of {} outputs", unwritten,
                                            nonfinite, beyond, S * NH * HD);
-    std::string oov;
+    r.v.bad_elements = unwritten + nonfinite + beyond;
+    const std::string numbers = counts + (worst_text.empty() ? "" : "; " + worst_text);
+    if (!misroute.empty()) {  // launched anyway: the damage belongs to the router's cause
+      r.v.causes.back().detail += ". Launched anyway: " + numbers;
+      if (r.v.causes.size() == 1) r.v.detail = r.v.causes.back().detail;
+      return r;
+    }
+    // Writing outside `out`, or into the cache, is the reader's own fault whatever the cache held.
     if (std::memcmp(out_after.bytes().data(), out.bytes().data(), size_t(out.margin_bytes())) != 0 ||
         std::memcmp(out_after.bytes().data() + out.margin_bytes() + S * NH * HD * 2,
                     out.bytes().data() + out.margin_bytes() + S * NH * HD * 2, size_t(out.margin_bytes())) != 0)
-      oov = "the reader wrote outside `out` (arena margin)";
+      add_cause(r.v, component::kReader, reason::kOutOfView, "the reader wrote outside `out` (arena margin); " + numbers);
     else if (cache_after.bytes() != cache.bytes())
-      oov = "the reader wrote into the KV cache";
-    r.v.bad_elements = unwritten + nonfinite + beyond;
-    const std::string numbers = counts + (worst_text.empty() ? "" : "; " + worst_text);
-    if (misrouted) return verdict(Status::Fail, reason::kMisroute, r.v.detail + ". Launched anyway: " + numbers);
-    if (!oov.empty()) return verdict(Status::Fail, reason::kOutOfView, oov + "; " + numbers);
+      add_cause(r.v, component::kReader, reason::kOutOfView, "the reader wrote into the KV cache; " + numbers);
     auto where = [&](int64_t i) { return fmt::format("seq {} head {} dim {}", i / (NH * HD), i % (NH * HD) / HD, i % HD); };
-    if (unwritten) return verdict(Status::Fail, reason::kUnwritten, "first unwritten at " + where(first_unwritten) + "; " + numbers);
+    if (unwritten)
+      add_cause(r.v, component::kReader, reason::kUnwritten, "first unwritten at " + where(first_unwritten) + "; " + numbers);
+    if (writer_failed) {
+      // The reader read a corrupted cache: wrong numbers are the writer's damage, not a verdict on the reader.
+      if (nonfinite || beyond) r.v.causes.front().detail += ". The reader's output downstream: " + numbers;
+      if (r.v.causes.size() >= 1) r.v.detail = r.v.causes.front().detail;
+      return r;
+    }
     if (nonfinite)
-      return verdict(Status::Fail, reason::kNanOrInf, "first NaN/Inf at " + where(first_nonfinite) + "; " + numbers);
-    if (beyond) return verdict(Status::Fail, reason::kMismatch, numbers);
+      add_cause(r.v, component::kReader, reason::kNanOrInf, "first NaN/Inf at " + where(first_nonfinite) + "; " + numbers);
+    else if (beyond)
+      add_cause(r.v, component::kReader, reason::kMismatch, numbers);
+    if (!r.v.causes.empty()) return r;
     r.v.detail = worst_text;
     // kernel_us (the reader) and writer_us: after the verdict's launches and downloads. Relaunching
     // is idempotent: the reader overwrites out and its workspace, the writer rewrites the same slots.
     if (timing_enabled(options.timing)) {
+      on_device = component::kReader;
       r.v.kernel_us = time_kernel(options.timing, [&] { return rd->attention(&a, nullptr); }, &r.v.detail);
+      on_device = component::kWriter;
       if (wr)
         r.v.writer_us = time_kernel(options.timing, [&] {
           return launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
         }, &r.v.detail);
     }
+  } catch (const device::AllocError& e) {
+    add_cause(r.v, component::kHarness, reason::kHarnessError, e.what(), true);
   } catch (const device::Error& e) {
-    return verdict(Status::Crash, reason::kCrash, e.what());
+    add_cause(r.v, on_device, on_device == component::kHarness ? reason::kHarnessError : reason::kCrash, e.what(), true);
   } catch (const std::invalid_argument& e) {
-    return verdict(Status::Crash, reason::kCrash, std::string("reference: ") + e.what());
+    add_cause(r.v, component::kHarness, reason::kHarnessError, std::string("reference: ") + e.what(), true);
   }
   return r;
 }

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <csignal>
 #include <fstream>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/ranges.h>
 
@@ -18,34 +21,56 @@
 #include "compare.h"
 #include "device.h"
 #include "filter.h"
+#include "model.h"
 #include "runner.h"
 
 namespace kvh {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop = true; }
+std::atomic<int> g_stop{0};  // the signal that asked the run to stop
+extern "C" void on_signal(int sig) { g_stop = sig; }
 
 struct Loaded {
   std::vector<Case> cases;
   std::vector<std::string> file_of;
+  std::vector<ExpectedFailure> expectations;  // the case files' [[expected_failure]] tables
+  size_t before_filter = 0;                   // cases the files hold
 };
+
+// Names of the registered kernels of one role, for error messages.
+std::string kernels_of_role(const Registry& reg, int role) {
+  std::vector<std::string> out;
+  for (const auto& n : reg.names())
+    if (reg.find(n)->role == role) out.push_back(n);
+  return fmt::format("{}", fmt::join(out, ", "));
+}
 
 // Loads, re-seeds, filters and validates cases. Throws CaseFileError/FilterError.
 Loaded load_cases(const RunOptions& o, const Registry& reg) {
   Filter filter(o.filter);
   Loaded out;
   for (const auto& file : o.case_files) {
-    std::vector<Case> cases = load_case_file(file);
+    CaseFile cf = load_case_file_full(file);
+    std::vector<Case>& cases = cf.cases;
+    out.before_filter += cases.size();
+    for (auto& e : cf.expected_failures) out.expectations.push_back(std::move(e));
     std::set<std::string> seen;
     for (Case& c : cases) {
       if (o.seed) c.seed = *o.seed;
-      for (const auto& [field, name] : {std::pair<const char*, const std::string&>{"writer", c.writer},
-                                        {"reader", c.reader}})
-        if (!name.empty() && !reg.find(name))
-          throw CaseFileError(fmt::format("{}: {} '{}': no kernel of that name is registered; known: {}", c.source,
-                                          field, name, fmt::join(reg.names(), ", ")));
+      // A kernel of the wrong role is an input error, not an UNSUPPORTED case: a typo must not become a silent skip.
+      for (const auto& [field, name, role] :
+           {std::tuple<const char*, const std::string&, int>{"writer", c.writer, KVH_ROLE_WRITER},
+            {"reader", c.reader, KVH_ROLE_READER}}) {
+        if (name.empty()) continue;
+        const kvh_kernel_desc* d = reg.find(name);
+        if (!d || d->role != role)
+          throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", c.source, field, name,
+                                          d ? fmt::format("a {} kernel, not a {}",
+                                                          d->role == KVH_ROLE_WRITER ? "writer" : "reader", field)
+                                            : "no kernel of that name is registered",
+                                          field, kernels_of_role(reg, role)));
+      }
       if (!c.router_policy.empty()) {
         const auto& known = routing::policy_names();
         if (std::find(known.begin(), known.end(), c.router_policy) == known.end())
@@ -78,10 +103,51 @@ Registry make_registry(const RunOptions& o) {
   return reg;
 }
 
+// Why a filter selected nothing: the cases the files hold, and the values each filter key takes there.
+std::string why_nothing_matches(const RunOptions& o, const Loaded& l) {
+  if (l.before_filter == 0) return fmt::format("the case files ({}) hold no case", fmt::join(o.case_files, " "));
+  return fmt::format("the case files ({}) hold {} cases, none matches --filter '{}'; `kvharness list` without the "
+                     "filter prints their ids",
+                     fmt::join(o.case_files, " "), l.before_filter, o.filter);
+}
+
+// `kvharness info`: the backend, the kernels, and what case files can name.
+void print_info(const Registry& reg) {
+  const auto i = device::info();
+  fmt::print("kvharness      {}\nbackend        {}\ndevice         {}\narch           {}\nwave size      {}\n"
+             "compute units  {}\nruntime        {}\n",
+             KVH_VERSION, i.backend, i.name, i.arch, i.wave_size, i.compute_units, i.runtime_version);
+  if (i.memory_bytes) fmt::print("memory         {:.1f} GiB\n", double(i.memory_bytes) / (1ull << 30));
+  fmt::print("\nkernels:\n");
+  for (const auto& n : reg.names()) {
+    const kvh_kernel_desc* d = reg.find(n);
+    fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
+               cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
+  }
+  fmt::print("\nrouter policies (case files: router = NAME):\n");
+  for (const auto& p : routing::policy_names())
+    if (routing::canonical_policy(p) == p)
+      fmt::print("  {:<22} {}\n", p, routing::is_regression_fixture(p) ? "REGRESSION FIXTURE: no head-size test" : "");
+    else
+      fmt::print("  {:<22} alias of {}\n", p, routing::canonical_policy(p));
+  fmt::print("\ntargets (case files: target = NAME, or cus=N):\n");
+  for (const auto& t : routing::target_names()) fmt::print("  {:<8} {} compute units\n", t, routing::compute_units_of(t));
+  fmt::print("\nmodel presets (whole model; per rank at tp: heads/tp, max(1, kv heads/tp)):\n");
+  for (const auto& m : model_presets())
+    fmt::print("  {:<24} {:>3} heads {:>2} kv heads  head_size {:>3}{}\n", m.name, m.num_heads, m.num_kv_heads,
+               m.head_size, m.hybrid ? "  hybrid" : "");
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
   CLI::App app{"kvharness: correctness harness for paged KV-cache write and decode-attention kernels"};
+  app.set_version_flag("--version", std::string("kvharness ") + KVH_VERSION);
   app.require_subcommand(1);
   RunOptions o;
   auto* run = app.add_subcommand("run", "run cases and write summary.md, results.json, junit.xml");
@@ -97,6 +163,17 @@ int cli_main(int argc, char** argv) {
       ->capture_default_str();
   bool no_progress = false;
   run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
+  run->add_option("--known-failures", o.known_failures,
+                  "TOML file of [[known_failure]] tables (filter/ids, component, reasons, why): failures of your own "
+                  "kernels that are expected, strictly (a covered case that passes is XPASS)");
+  std::string label;
+  run->add_option("--label", label, "a label for this run in the reports (an image tag, a runner)")->envname("KVH_LABEL");
+  bool bisect = false;
+  run->add_flag("--bisect", bisect,
+                "for `git bisect run`: an input error exits 125 (this commit cannot be tested) instead of 2");
+  double heartbeat = -1;
+  run->add_option("--heartbeat", heartbeat,
+                  "seconds between progress lines when stderr is not a terminal (default 10; 0: none)");
   run->add_option("--timing-reps", o.timing.reps,
                   "GPU backends: timed launches for kernel_us of each passing case (0: no timing)")
       ->envname("KVH_TIMING_REPS")
@@ -139,6 +216,8 @@ int cli_main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   o.program = argv[0];
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   if (o.case_files.empty()) {
     // The default job: cases/default.toml here, or in the source tree this binary was built from.
     o.case_files = {"cases/default.toml"};
@@ -146,12 +225,14 @@ int cli_main(int argc, char** argv) {
       o.case_files = {KVH_SOURCE_DIR "/cases/default.toml"};
   }
 
-  try {
+  // compare, bench, info and list: no report set. Returns their exit code, or nothing for `run`.
+  auto prepare = [&]() -> std::optional<int> {
     if (*cmp) {
       const auto c = compare::compare(compare::load(cmp_a), compare::load(cmp_b));
       fmt::print("{}", compare::format(c, cmp_a, cmp_b, cmp_max_only));
       return c.changes.empty() ? kExitPass : kExitFail;
     }
+    if (*run) return std::nullopt;
     const Registry reg = make_registry(o);
     if (*bench_cmd) {
       if (bo.quick) {  // explicit options win
@@ -162,54 +243,87 @@ int cli_main(int argc, char** argv) {
       return bench::bench_main(bo, reg);
     }
     if (*info) {
-      const auto i = device::info();
-      fmt::print("backend        {}\ndevice         {}\narch           {}\nwave size      {}\ncompute units  {}\n",
-                 i.backend, i.name, i.arch, i.wave_size, i.compute_units);
-      if (i.memory_bytes) fmt::print("memory         {:.1f} GiB\n", double(i.memory_bytes) / (1ull << 30));
-      fmt::print("\nkernels:\n");
-      for (const auto& n : reg.names()) {
-        const kvh_kernel_desc* d = reg.find(n);
-        fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
-                   cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
-      }
+      print_info(reg);
       return kExitPass;
     }
     const Loaded loaded = load_cases(o, reg);
     if (*list) {
       for (const auto& c : loaded.cases) fmt::print("{}\n", c.id());
+      if (loaded.cases.empty()) fmt::print(stderr, "kvharness: no case matches: {}\n", why_nothing_matches(o, loaded));
       return loaded.cases.empty() ? kExitNothingRunnable : kExitPass;
     }
-    if (loaded.cases.empty()) {
-      fmt::print(stderr, "kvharness: no case matches (files: {}, filter '{}')\n", fmt::join(o.case_files, " "), o.filter);
-      return kExitNothingRunnable;
+    return std::nullopt;
+  };
+
+  // Every `run` that gets past argument parsing leaves a report set, an input
+  // error's too: the previous run's green files must never outlive this one.
+  RunReport base;
+  base.tool_version = KVH_VERSION;
+  base.command_line = command_line;
+  base.host = host_name();
+  base.label = label;
+  base.case_files = o.case_files;
+  base.filter = o.filter;
+  base.seed = o.seed;
+  auto stop_before_any_case = [&](int code, const std::string& message) {
+    fmt::print(stderr, "kvharness: {}\n", message);
+    if (*run) {
+      RunReport rep = base;
+      const device::Info i = device::info();
+      rep.backend = i.backend, rep.device = i.name, rep.arch = i.arch, rep.wave_size = i.wave_size;
+      rep.runtime_version = i.runtime_version;
+      rep.started_at = rep.finished_at = utc_now();
+      rep.complete = code == kExitNothingRunnable;
+      rep.error = message;
+      rep.exit_code = code;
+      try {
+        write_report_files(rep, o.report_dir);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "kvharness: {}\n", e.what());
+        return int(kExitHarness);
+      }
     }
+    return code;
+  };
+  const int input_error = bisect ? kExitNothingRunnable : kExitUsage;
+  try {
+    if (auto done = prepare(); done) return *done;
+    const Registry reg = make_registry(o);
+    Loaded loaded = load_cases(o, reg);
+    for (const auto& path : o.known_failures)
+      for (auto& e : load_known_failures(path)) loaded.expectations.push_back(std::move(e));
+    if (loaded.cases.empty()) return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o, loaded));
     device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
     o.progress = !no_progress && isatty(STDERR_FILENO);
+    o.heartbeat_seconds = heartbeat >= 0 ? heartbeat : (isatty(STDERR_FILENO) ? 0 : 10);
+    o.expectations = std::move(loaded.expectations);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);
     // Test hook: the nth device synchronize raises a sticky device fault (runner_test, ctest).
     if (const char* n = std::getenv("KVH_INJECT_FAULT"); n && *n) device::testing::inject_fault(std::atoi(n));
-    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, g_stop);
-    int pass = 0, fail = 0, unsup = 0, crash = 0;
-    for (const auto& cr : rep.results) {
-      pass += cr.v.status == Status::Pass;
-      fail += cr.v.status == Status::Fail;
-      unsup += cr.v.status == Status::Unsupported;
-      crash += cr.v.status == Status::Crash;
-    }
-    fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} UNSUPPORTED{}\nreport: {}/summary.md\n", rep.results.size(),
-               pass, fail, crash, unsup, rep.complete ? "" : " (INCOMPLETE)", o.report_dir);
+    base.runtime_version = device::info().runtime_version;
+    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, g_stop, base);
+    const Counts n = count(rep);
+    fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected, {} expected "
+               "failure(s)\nreport: {}/summary.md\n",
+               rep.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
+               rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, o.report_dir);
     if (!rep.stopped_because.empty()) fmt::print(stderr, "kvharness: run stopped: {}\n", rep.stopped_because);
-    return exit_code_for(rep, reg);
+    if (rep.exit_code == kExitHarness)
+      fmt::print(stderr, "kvharness: the harness itself failed (see the CRASH harness_error cases): exit 128\n");
+    return rep.exit_code;
+  } catch (const ProviderLoadError& e) {
+    return stop_before_any_case(kExitNothingRunnable, std::string(e.what()) + " (this commit cannot be tested)");
   } catch (const CaseFileError& e) {
-    fmt::print(stderr, "kvharness: {}\n", e.what());
+    return stop_before_any_case(input_error, e.what());
   } catch (const FilterError& e) {
-    fmt::print(stderr, "kvharness: --filter: {}\n", e.what());
+    return stop_before_any_case(input_error, std::string("--filter: ") + e.what());
+  } catch (const device::Error& e) {
+    return stop_before_any_case(kExitHarness, e.what());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "kvharness: {}\n", e.what());
+    return stop_before_any_case(kExitHarness, e.what());
   }
-  return kExitUsage;
 }
 
 }  // namespace kvh

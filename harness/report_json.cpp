@@ -23,6 +23,21 @@ std::string results_json(const RunReport& r) {
   j["stopped_because"] = str_or_null(r.stopped_because);
   j["case_files"] = r.case_files;
   j["filter"] = r.filter;
+  j["seed"] = r.seed ? nlohmann::json(*r.seed) : nlohmann::json(nullptr);
+  j["exit_code"] = r.exit_code < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.exit_code);
+  j["error"] = str_or_null(r.error);
+  j["interrupted_by"] = r.interrupted_by ? nlohmann::json(r.interrupted_by) : nlohmann::json(nullptr);
+  j["tool_version"] = r.tool_version;
+  j["command_line"] = r.command_line;
+  j["host"] = r.host;
+  j["runtime_version"] = r.runtime_version;
+  j["label"] = str_or_null(r.label);
+  j["expectation_sources"] = r.expectation_sources;
+  const Counts n = count(r);
+  j["counts"] = {{"cases", r.results.size()}, {"pass", n.pass},           {"fail", n.fail},
+                 {"crash", n.crash},          {"unsupported", n.unsupported}, {"xpass", n.xpass},
+                 {"interrupted", n.interrupted}, {"expected_failures", n.expected},
+                 {"unexpected_failures", n.unexpected}, {"harness_failures", n.harness}};
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& cr : r.results) {
     const Case& c = cr.c;
@@ -50,8 +65,16 @@ std::string results_json(const RunReport& r) {
     e["route_reason"] = str_or_null(cr.route_reason);
     e["context_len_min"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_min);
     e["context_len_max"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_max);
+    e["context_lens"] = write || cr.context_lens.empty() ? nlohmann::json(nullptr) : nlohmann::json(cr.context_lens);
     e["verdict"] = to_string(cr.v.status);
     e["reason"] = str_or_null(cr.v.reason);
+    e["component"] = str_or_null(cr.v.component);
+    auto& causes = e["causes"] = nlohmann::json::array();
+    for (const auto& k : cr.v.causes)
+      causes.push_back({{"component", k.component}, {"reason", k.reason}, {"crash", k.crash},
+                        {"detail", k.detail}, {"expected_by", str_or_null(k.expected_by)}});
+    e["expected_failure"] = cr.expected;  // FAIL/CRASH whose every cause is expected: not counted
+    e["expectations"] = cr.expectations;
     e["detail"] = str_or_null(cr.v.detail);
     e["max_abs_err"] = opt(cr.v.max_abs_err);
     e["max_rel_err"] = opt(cr.v.max_rel_err);
@@ -64,7 +87,7 @@ std::string results_json(const RunReport& r) {
     e["value_layout"] = str_or_null(cr.value_layout);
     e["source"] = c.source;
     e["repro"] = cr.repro;
-    e["fixture"] = cr.fixture;  // a regression fixture: a FAIL is expected and not counted
+    e["fixture"] = cr.fixture;  // a regression fixture (kernel or router policy) took part
     e["wall_ms"] = cr.wall_ms;
     cases.push_back(std::move(e));
   }

@@ -11,22 +11,41 @@ namespace kvh {
 
 namespace {
 
-struct Cell {
-  int pass = 0, fail = 0, unsupported = 0, crash = 0;
-  int total() const { return pass + fail + unsupported + crash; }
-  std::string text() const {
-    if (total() == 0) return "—";
-    if (fail + crash) return fmt::format("**FAIL** {}/{}", fail + crash, pass + fail + crash);
-    if (pass) return unsupported ? fmt::format("PASS ({} unsupported)", unsupported) : "PASS";
-    return "UNSUPPORTED";
+// How one case reads in a matrix cell, worst first: an unexpected CRASH,
+// an unexpected FAIL, XPASS, INTERRUPTED, an expected failure (xfail), PASS, n/a.
+int severity(const CaseResult& cr) {
+  if (cr.unexpected_failure()) return cr.v.status == Status::Crash ? 6 : cr.v.status == Status::Fail ? 5 : 4;
+  if (cr.v.status == Status::Interrupted) return 3;
+  if (cr.v.status == Status::Fail || cr.v.status == Status::Crash) return 2;
+  return cr.v.status == Status::Pass ? 1 : 0;
+}
+
+std::string label(const CaseResult& cr) {
+  switch (severity(cr)) {
+    case 6: return fmt::format("**CRASH** {}", cr.v.reason);
+    case 5: return fmt::format("**FAIL** {}", cr.v.reason);
+    case 4: return "**XPASS**";
+    case 3: return "INTERRUPTED";
+    case 2: return fmt::format("xfail {}", cr.v.reason);
+    case 1: return "PASS";
   }
-  void add(Status s) {
-    switch (s) {
-      case Status::Pass: ++pass; break;
-      case Status::Fail: ++fail; break;
-      case Status::Unsupported: ++unsupported; break;
-      case Status::Crash: ++crash; break;
-    }
+  return "n/a";
+}
+
+// One matrix cell: the worst case's label, with how many of the cell's cases share its severity.
+struct Cell {
+  int n = 0, worst = -1, at_worst = 0;
+  std::string text_of_worst;
+  void add(const CaseResult& cr) {
+    ++n;
+    const int sev = severity(cr);
+    if (sev > worst) worst = sev, at_worst = 0, text_of_worst = label(cr);
+    at_worst += sev == worst;
+  }
+  std::string text() const {
+    if (n == 0) return "—";
+    if (at_worst == n) return text_of_worst;
+    return fmt::format("{} {}/{}", text_of_worst, at_worst, n);
   }
 };
 
@@ -56,7 +75,7 @@ void write_matrices(std::string& out, const RunReport& r) {
     for (const CaseResult* cr : groups[key]) {
       rows.add(cr->c.variant());
       cols.add(to_string(cr->c.layout));
-      cells[{cr->c.variant(), to_string(cr->c.layout)}].add(cr->v.status);
+      cells[{cr->c.variant(), to_string(cr->c.layout)}].add(*cr);
       axes.insert(fmt::format("block_size {}", cr->c.block_size));
       axes.insert(fmt::format("{} tokens", cr->c.batch_size));
       axes.insert(to_string(cr->c.dtype));
@@ -102,8 +121,8 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
     for (const auto& cr : r.results) {
       if (cr.c.kind != CaseKind::Pipeline || cr.c.model != m) continue;
       hybrid[m] = cr.c.hybrid;
-      const std::string verdict =
-          cr.v.status == Status::Pass ? "PASS" : fmt::format("**{}** ({})", to_string(cr.v.status), cr.v.reason);
+      std::string verdict = label(cr);
+      for (size_t k = 1; k < cr.v.causes.size(); ++k) verdict += fmt::format(" + {} {}", cr.v.causes[k].component, cr.v.causes[k].reason);
       const std::string err = cr.v.max_abs_err ? fmt::format("{:.3g}", *cr.v.max_abs_err) : "— (not launched)";
       const std::string routed = cr.routed_to.empty()           ? "—"
                                  : cr.c.router_policy.empty() ? cr.routed_to
@@ -131,7 +150,7 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
         ++n;
         if (cr.v.status == Status::Pass) ++pass;
         else if (cr.v.status != Status::Unsupported) {
-          const std::string f = fmt::format("{} ({})", cr.c.variant(), cr.v.reason);
+          const std::string f = fmt::format("{} ({}{})", cr.c.variant(), cr.expected ? "xfail " : "", cr.v.reason);
           failed.add(f);
           ++times[f];
         }
@@ -145,60 +164,106 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
   }
 }
 
+// The kernel a failure belongs to, for grouping: the writer, the reader that ran, or the router policy.
+std::string kernel_of(const CaseResult& cr) {
+  if (cr.v.component == component::kWriter) return cr.c.writer;
+  if (cr.v.component == component::kRouter) return "router " + cr.c.router_policy;
+  if (cr.v.component == component::kHarness) return "the harness";
+  return cr.routed_to.empty() ? cr.c.reader : cr.routed_to;
+}
+
+void write_failure(std::string& out, int n, const CaseResult& cr) {
+  out += fmt::format("\n#### {} `{}`\n\n- verdict: {} ({}, {}){}\n- {}\n", n, cr.c.id(), to_string(cr.v.status),
+                     cr.v.reason, cr.v.component.empty() ? "-" : cr.v.component,
+                     cr.expected ? " — expected" : "", cr.v.detail);
+  for (size_t k = 1; k < cr.v.causes.size(); ++k)
+    out += fmt::format("- also: {} {}: {}\n", cr.v.causes[k].component, cr.v.causes[k].reason, cr.v.causes[k].detail);
+  for (const auto& k : cr.v.causes)
+    if (!k.expected_by.empty()) out += fmt::format("- {} {} expected by {}\n", k.component, k.reason, k.expected_by);
+  if (!cr.context_lens.empty() && cr.context_lens.size() <= 16)
+    out += fmt::format("- context_lens {}\n", fmt::join(cr.context_lens, ", "));
+  if (cr.v.max_abs_err) out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}\n", *cr.v.max_abs_err,
+                                           cr.v.max_rel_err.value_or(0));
+  if (!cr.key_layout.empty()) out += fmt::format("- K view `{}`, V view `{}`\n", cr.key_layout, cr.value_layout);
+  out += fmt::format("- reproduce: `{}`\n", cr.repro);
+}
+
 }  // namespace
 
 std::string summary_markdown(const RunReport& r) {
   std::string out = "# kvharness run\n\n";
-  Cell all;
-  for (const auto& cr : r.results) all.add(cr.v.status);
-  out += fmt::format("- backend: {} ({}, {}), wave size {}\n", r.backend, r.device, r.arch, r.wave_size);
+  const Counts n = count(r);
+  out += fmt::format("- backend: {} ({}, {}), wave size {}; kvharness {}{}\n", r.backend, r.device, r.arch, r.wave_size,
+                     r.tool_version.empty() ? "?" : r.tool_version, r.label.empty() ? "" : ", label " + r.label);
   out += fmt::format("- started {}, finished {}{}\n", r.started_at, r.finished_at.empty() ? "—" : r.finished_at,
-                     r.complete ? "" : " — **INCOMPLETE: the run was cut short**");
-  out += fmt::format("- case files: {}{}\n", fmt::join(r.case_files, ", "),
-                     r.filter.empty() ? "" : fmt::format(", filter `{}`", r.filter));
-  int expected = 0;
-  for (const auto& cr : r.results) expected += cr.fixture && (cr.v.status == Status::Fail || cr.v.status == Status::Crash);
-  out += fmt::format("- {} cases: {} PASS, {} FAIL, {} CRASH, {} UNSUPPORTED\n", all.total(), all.pass, all.fail,
-                     all.crash, all.unsupported);
-  out += fmt::format("- **{} unexpected failure(s)**; {} expected failure(s) of regression fixtures\n",
-                     all.fail + all.crash - expected, expected);
-  out += "- Regression fixtures are known-bad on purpose: kernels named `fixture_*` and the router policy "
-         "`aiter-v0.1.10.post3` (no head-size test). Their FAILs show the harness sees the bug and do not count "
-         "towards the exit code.\n";
+                     r.complete ? "" : " — **INCOMPLETE: " + (r.stopped_because.empty() ? r.error : r.stopped_because) + "**");
+  if (!r.error.empty()) out += fmt::format("- **error: {}**\n", r.error);
+  out += fmt::format("- case files: {}{}{}\n", fmt::join(r.case_files, ", "),
+                     r.filter.empty() ? "" : fmt::format(", filter `{}`", r.filter),
+                     r.seed ? fmt::format(", seed {}", *r.seed) : "");
+  out += fmt::format("- {} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}\n", r.results.size(), n.pass,
+                     n.fail, n.crash, n.xpass, n.unsupported,
+                     n.interrupted ? fmt::format(", {} INTERRUPTED", n.interrupted) : "");
+  out += fmt::format("- **{} unexpected failure(s)**; {} expected failure(s) (xfail); exit code {}\n", n.unexpected,
+                     n.expected, r.exit_code < 0 ? std::string("—") : std::to_string(r.exit_code));
+  out += "- Cells: `PASS`; `**FAIL** reason` / `**CRASH** reason` unexpected (they fail the run); `**XPASS**` a case "
+         "declared to fail that passed (fails the run); `xfail reason` an expected failure of a regression fixture "
+         "(`fixture_*` kernels, the router policy `aiter-pre-b4885d2` alias `aiter-v0.1.10.post3`) or of a "
+         "declaration; `n/a` unsupported. `k/n`: k of the cell's n cases are in the state shown.\n";
+
+  // Unexpected failures first, grouped by (kernel, layout, reason): one bug usually fails a whole group.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const CaseResult*>> groups;
+  for (const auto& cr : r.results) {
+    if (!cr.unexpected_failure()) continue;
+    const std::string key = fmt::format("{} — {} — {} {}", kernel_of(cr), to_string(cr.c.layout),
+                                        to_string(cr.v.status), cr.v.reason);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&cr);
+  }
+  out += "\n## Unexpected failures\n";
+  if (order.empty()) out += "\nNone.\n";
+  int k = 0;
+  for (const auto& key : order) {
+    out += fmt::format("\n### {} ({} case{})\n", key, groups[key].size(), groups[key].size() == 1 ? "" : "s");
+    for (const CaseResult* cr : groups[key]) write_failure(out, ++k, *cr);
+  }
 
   write_pipeline_tables(out, r);
   out += "\n## Matrices\n";
   write_matrices(out, r);
 
-  out += "\n## Per model\n\n| model | kind | cases | PASS | FAIL | CRASH | UNSUPPORTED |\n|---|---|---|---|---|---|---|\n";
-  std::map<std::pair<std::string, std::string>, Cell> per_model;
+  out += "\n## Per model\n\n| model | kind | cases | PASS | unexpected | xfail | XPASS | UNSUPPORTED |\n"
+         "|---|---|---|---|---|---|---|---|\n";
+  struct Row {
+    int cases = 0, pass = 0, unexpected = 0, xfail = 0, xpass = 0, unsupported = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> per_model;
   Ordered models;
   for (const auto& cr : r.results) {
-    per_model[{cr.c.model, to_string(cr.c.kind)}].add(cr.v.status);
+    Row& row = per_model[{cr.c.model, to_string(cr.c.kind)}];
+    ++row.cases;
+    row.pass += cr.v.status == Status::Pass;
+    row.unexpected += cr.unexpected_failure();
+    row.xfail += cr.expected;
+    row.xpass += cr.v.status == Status::Xpass;
+    row.unsupported += cr.v.status == Status::Unsupported;
     models.add(cr.c.model);
   }
   for (const auto& m : models.items)
-    for (const char* k : {"write", "attention", "pipeline"}) {
-      auto it = per_model.find({m, k});
+    for (const char* kind : {"write", "attention", "pipeline"}) {
+      auto it = per_model.find({m, kind});
       if (it == per_model.end()) continue;
-      const Cell& c = it->second;
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", m, k, c.total(), c.pass, c.fail, c.crash,
-                         c.unsupported);
+      const Row& c = it->second;
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", m, kind, c.cases, c.pass, c.unexpected, c.xfail,
+                         c.xpass, c.unsupported);
     }
 
-  out += "\n## Failures\n";
-  int n = 0;
-  for (const auto& cr : r.results) {
-    if (cr.v.status != Status::Fail && cr.v.status != Status::Crash) continue;
-    ++n;
-    out += fmt::format("\n### {} `{}`\n\n- verdict: {} ({}){}\n- {}\n", n, cr.c.id(), to_string(cr.v.status),
-                       cr.v.reason, cr.fixture ? " — expected: regression fixture" : "", cr.v.detail);
-    if (cr.v.max_abs_err) out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}\n", *cr.v.max_abs_err,
-                                             cr.v.max_rel_err.value_or(0));
-    if (!cr.key_layout.empty()) out += fmt::format("- K view `{}`, V view `{}`\n", cr.key_layout, cr.value_layout);
-    out += fmt::format("- reproduce: `{}`\n", cr.repro);
-  }
-  if (n == 0) out += "\nNone.\n";
+  out += "\n## Expected failures\n";
+  int x = 0;
+  for (const auto& cr : r.results)
+    if (cr.expected) write_failure(out, ++x, cr);
+  if (x == 0) out += "\nNone.\n";
 
   bool any_unsupported = false;
   for (const auto& cr : r.results) {

@@ -10,25 +10,15 @@
 #include <thread>
 #include <cstdio>
 
-#include "device.h"
 #include "attention_case.h"
+#include "device.h"
+#include "expectations.h"
 #include "router.h"
 #include "write_case.h"
 
 namespace kvh {
 
 namespace {
-
-// A case whose writer, reader or router policy is a known-bad regression
-// fixture: its failures are expected.
-bool is_fixture(const Registry& reg, const CaseResult& cr) {
-  if (!cr.c.router_policy.empty() && routing::is_regression_fixture(cr.c.router_policy)) return true;
-  for (const std::string* name : {&cr.c.writer, &cr.c.reader, &cr.routed_to}) {
-    const kvh_kernel_desc* d = name->empty() ? nullptr : reg.find(*name);
-    if (d && d->fixture) return true;
-  }
-  return false;
-}
 
 void draw_progress(size_t done, size_t total, int pass, int fail, int other) {
   const int width = 30;
@@ -57,12 +47,14 @@ std::string repro_command(const RunOptions& o, const std::string& case_file, con
   if (o.random_order) cmd += " --random-order";
   if (o.launch_misrouted) cmd += " --launch-misrouted";
   for (const auto& p : o.providers) cmd += " --provider " + p;
+  for (const auto& k : o.known_failures) cmd += " --known-failures " + k;
   return cmd;
 }
 
 RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
-                    const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop) {
-  RunReport rep;
+                    const Registry& registry, const RunOptions& o, const std::atomic<int>& stop,
+                    const RunReport& base) {
+  RunReport rep = base;
   const device::Info info = device::info();
   rep.backend = info.backend;
   rep.device = info.name;
@@ -72,59 +64,89 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   rep.started_at = utc_now();
   rep.case_files = o.case_files;
   rep.filter = o.filter;
+  rep.seed = o.seed;
+  for (const auto& e : o.expectations) rep.expectation_sources.push_back(e.source);
   int pass = 0, fail = 0, other = 0;
   auto last_flush = std::chrono::steady_clock::now();
   // A hung kernel never returns (a fiber deadlock on the cpu backend, a kernel
   // that spins on a GPU): the watchdog writes the report with that case as
-  // CRASH (timeout) and ends the process, so nothing computed is lost.
-  std::mutex report_mutex;
-  std::atomic<long> running{-1};
+  // CRASH (timeout) and ends the process, so nothing computed is lost. It also
+  // ends the run on SIGINT/SIGTERM, with the case in flight INTERRUPTED.
+  std::mutex report_mutex;  // guards rep.results and `running`
+  long running = -1;
   std::atomic<double> running_since{0.0};
   std::atomic<bool> finished{false};
   auto now_s = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
-  // Ends the run at case i, which never returned: writes the report with it
-  // as CRASH and exits 1.
-  auto abandon = [&](long i, const char* why, const std::string& detail) {
+  // Ends the run at case `running`, which never returned: writes the report
+  // with it as `status` and exits. Called with report_mutex held.
+  auto abandon = [&](Status status, const char* why, const std::string& detail, int exit_code) {
     CaseResult cr;
-    cr.c = cases[size_t(i)];
-    cr.v.status = Status::Crash;
-    cr.v.reason = why;
-    cr.v.detail = detail;
-    cr.repro = repro_command(o, case_file_of[size_t(i)], cr.c.id());
+    cr.c = cases[size_t(running)];
+    cr.repro = repro_command(o, case_file_of[size_t(running)], cr.c.id());
     RunReport partial = rep;
-    partial.results.push_back(cr);
     partial.complete = false;
-    partial.stopped_because = fmt::format("case {} did not return: {}", cr.c.id(), cr.v.detail);
+    if (status == Status::Interrupted) {
+      cr.v.status = status;
+      cr.v.reason = why;
+      cr.v.detail = detail;
+      partial.interrupted_by = exit_code - 128;
+      partial.stopped_because = fmt::format("interrupted by signal {} ({}) during case {}; {} of {} cases judged",
+                                            partial.interrupted_by, strsignal(partial.interrupted_by), cr.c.id(),
+                                            rep.results.size(), cases.size());
+    } else {
+      // Which kernel hung is not known for a pipeline: both run in the case.
+      add_cause(cr.v, cr.c.kind == CaseKind::Write ? component::kWriter : component::kReader, why, detail, true);
+      judge_expectations(cr, registry, o.expectations);
+      partial.stopped_because = fmt::format("case {} did not return: {}", cr.c.id(), cr.v.detail);
+    }
+    partial.results.push_back(cr);
     partial.finished_at = utc_now();
-    write_report_files(partial, o.report_dir);
+    partial.exit_code = exit_code;
+    try {
+      write_report_files(partial, o.report_dir);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "\nkvharness: %s\n", e.what());
+      std::_Exit(kExitHarness);
+    }
     std::fprintf(stderr, "\nkvharness: %s\nreport: %s/summary.md\n", partial.stopped_because.c_str(),
                  o.report_dir.c_str());
-    std::_Exit(kExitFail);
+    std::_Exit(exit_code);
   };
   // A wild access in a kernel on the cpu backend is a signal in this process:
   // report the case as CRASH instead of dying without a report. (Not
   // async-signal-safe; it runs only when the process is lost anyway.)
   g_on_fatal_signal = [&](int sig) {
-    const long i = running.load();
-    if (i < 0) return;
-    abandon(i, reason::kCrash, fmt::format("signal {} ({}) while the case ran: an out-of-bounds access on the cpu "
-                                           "backend, or a fault in the harness", sig, strsignal(sig)));
+    std::lock_guard<std::mutex> lk(report_mutex);
+    if (running < 0) return;
+    abandon(Status::Crash, reason::kCrash,
+            fmt::format("signal {} ({}) while the case ran: an out-of-bounds access on the cpu backend, or a fault "
+                        "in the harness", sig, strsignal(sig)),
+            kExitFail);
   };
   std::thread watchdog([&] {
-    double stop_seen = 0;
+    double last_beat = now_s();
     while (!finished.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      const long i = running.load();
-      if (i < 0) continue;
-      const double t = now_s(), elapsed = t - running_since.load();
-      if (stop.load() && stop_seen == 0) stop_seen = t;
-      const bool timed_out = o.case_timeout_s > 0 && elapsed > o.case_timeout_s;
-      const bool stuck_after_stop = stop_seen > 0 && t - stop_seen > 5.0;
-      if (!timed_out && !stuck_after_stop) continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const double t = now_s();
       std::lock_guard<std::mutex> lk(report_mutex);
-      abandon(i, reason::kTimeout,
-              fmt::format("the case ran {:.0f} s without returning ({}); a hung kernel?", elapsed,
-                          timed_out ? fmt::format("--case-timeout {}", o.case_timeout_s) : "interrupted"));
+      if (o.heartbeat_seconds > 0 && t - last_beat >= o.heartbeat_seconds) {
+        last_beat = t;
+        int unexpected = 0;
+        for (const auto& cr : rep.results) unexpected += cr.unexpected_failure();
+        std::fprintf(stderr, "kvharness: %zu/%zu cases done, %d unexpected failure(s) so far\n", rep.results.size(),
+                     cases.size(), unexpected);
+        std::fflush(stderr);
+      }
+      if (running < 0) continue;
+      if (const int sig = stop.load())
+        abandon(Status::Interrupted, reason::kInterrupted, "the run was interrupted while this case ran: no verdict",
+                128 + sig);
+      const double elapsed = t - running_since.load();
+      if (o.case_timeout_s > 0 && elapsed > o.case_timeout_s)
+        abandon(Status::Crash, reason::kTimeout,
+                fmt::format("the case ran {:.0f} s without returning (--case-timeout {}); a hung kernel?", elapsed,
+                            o.case_timeout_s),
+                kExitFail);
     }
   });
   struct Join {
@@ -140,21 +162,25 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     const Case& c = cases[i];
     const auto t0 = std::chrono::steady_clock::now();
     running_since = now_s();
-    running = long(i);
+    {
+      std::lock_guard<std::mutex> lk(report_mutex);
+      running = long(i);
+    }
     CaseResult cr;
     try {
       cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
                                      : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted, o.timing});
     } catch (const std::exception& e) {
+      // Kernels cannot throw through the C ABI: what reaches here is the harness's (host allocation, ...).
+      cr = CaseResult{};
       cr.c = c;
-      cr.v.status = Status::Crash;
-      cr.v.reason = reason::kCrash;
-      cr.v.detail = fmt::format("the harness caught an exception: {}", e.what());
+      add_cause(cr.v, component::kHarness, reason::kHarnessError,
+                fmt::format("the harness failed, not the kernel: {}", e.what()), true);
     }
     cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cr.repro = repro_command(o, case_file_of[i], c.id());
-    cr.fixture = is_fixture(registry, cr);
-    (cr.v.status == Status::Pass ? pass : cr.v.status == Status::Fail ? fail : other)++;
+    judge_expectations(cr, registry, o.expectations);
+    (cr.v.status == Status::Pass ? pass : cr.unexpected_failure() ? fail : other)++;
     // A sticky device fault leaves the context unusable: every later case would CRASH too.
     const bool device_lost = cr.v.status == Status::Crash && !device::healthy();
     if (device_lost)
@@ -177,21 +203,30 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       last_flush = std::chrono::steady_clock::now();
     }
   }
+  std::lock_guard<std::mutex> lk(report_mutex);
   rep.complete = rep.results.size() == cases.size() && rep.stopped_because.empty();
+  if (const int sig = stop.load(); sig && !rep.complete) {
+    rep.interrupted_by = sig;
+    rep.stopped_because = fmt::format("interrupted by signal {} ({}) after {} of {} cases", sig, strsignal(sig),
+                                      rep.results.size(), cases.size());
+  }
   if (!rep.complete && rep.stopped_because.empty())
-    rep.stopped_because = fmt::format("interrupted after {} of {} cases", rep.results.size(), cases.size());
+    rep.stopped_because = fmt::format("stopped after {} of {} cases", rep.results.size(), cases.size());
   rep.finished_at = utc_now();
+  rep.exit_code = exit_code_for(rep);
   write_report_files(rep, o.report_dir);
   return rep;
 }
 
-int exit_code_for(const RunReport& r, const Registry& registry) {
-  bool any_ran = false, any_fail = false;
+int exit_code_for(const RunReport& r) {
+  if (r.interrupted_by) return 128 + r.interrupted_by;
+  bool any_ran = false, any_fail = false, harness = false;
   for (const auto& cr : r.results) {
     if (cr.v.status != Status::Unsupported) any_ran = true;
-    if ((cr.v.status == Status::Fail || cr.v.status == Status::Crash) && !(cr.fixture || is_fixture(registry, cr)))
-      any_fail = true;
+    any_fail |= cr.unexpected_failure();
+    harness |= harness_fault(cr.v);
   }
+  if (harness) return kExitHarness;
   if (any_fail || !r.complete) return kExitFail;
   return any_ran ? kExitPass : kExitNothingRunnable;
 }

@@ -3,19 +3,31 @@
 #pragma once
 #include <atomic>
 #include <functional>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "expectation.h"
 #include "registry.h"
 #include "report.h"
 #include "timing.h"
 
 namespace kvh {
 
-/// Exit codes (DESIGN.md "CLI"): 0 all pass, 1 any failure, 125 nothing runnable, 2 usage or input error.
-enum ExitCode { kExitPass = 0, kExitFail = 1, kExitUsage = 2, kExitNothingRunnable = 125 };
+/// Exit codes, chosen for `git bisect run` (README "Exit codes"):
+///   0    good: every case ran, no unexpected failure
+///   1    bad: a kernel under test failed unexpectedly (FAIL, CRASH, XPASS)
+///   2    usage or input error (with --bisect: 125, the commit cannot be tested)
+///   125  this commit cannot be tested: nothing runnable, a provider that does not load
+///   128  harness-side failure (host allocation, I/O): git aborts the bisect
+///   128+N  interrupted by signal N (130 SIGINT, 143 SIGTERM): git aborts the bisect
+enum ExitCode {
+  kExitPass = 0,
+  kExitFail = 1,
+  kExitUsage = 2,
+  kExitNothingRunnable = 125,
+  kExitHarness = 128,
+};
 
 struct RunOptions {
   std::string program = "kvharness";  // how this binary was invoked: repro commands start with it
@@ -31,28 +43,38 @@ struct RunOptions {
   double case_timeout_s = 600;       // a case running longer is a hung kernel: CRASH (timeout), run ends
   bool launch_misrouted = false;     // launch misrouted kernels anyway and report the damage
   TimingOptions timing;              // kernel_us of passing cases (GPU backends; reps 0: off)
+  std::vector<ExpectedFailure> expectations;  // case files' [[expected_failure]] and --known-failures
+  std::vector<std::string> known_failures;    // --known-failures files (repro commands repeat them)
+  double heartbeat_seconds = 0;      // > 0: print a progress line this often (non-TTY runs)
 };
 
 /// The command line that re-runs case `id` alone under `o`.
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id);
 
-/// Runs `cases` (which came from o.case_files) and writes the report. A case
-/// that throws becomes CRASH and the run goes on, unless the device is lost
-/// (a sticky fault such as an illegal address: device::healthy() is false
-/// after the CRASH): then the run stops there, with every verdict so far in
-/// the report, complete = false and stopped_because naming the case. `stop`
-/// set from outside (SIGINT) ends the run after the current case with
-/// complete = false.
+/// Runs `cases` (which came from o.case_files), judges each against
+/// o.expectations (harness/expectations.h) and writes the report, starting
+/// from `base` (the run's metadata: command line, version, label). A case
+/// that throws is a harness failure (CRASH, component "harness") and the run
+/// goes on, unless the device is lost (a sticky fault such as an illegal
+/// address: device::healthy() is false after the CRASH): then the run stops
+/// there, with every verdict so far in the report, complete = false and
+/// stopped_because naming the case. `stop` set from outside to a signal
+/// number (SIGINT, SIGTERM) ends the run at once: the case in flight gets no
+/// verdict (INTERRUPTED), the report says incomplete, and the process exits
+/// with 128 + that number. The returned report carries its exit_code.
 RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
-                    const Registry& registry, const RunOptions& o, const std::atomic<bool>& stop);
+                    const Registry& registry, const RunOptions& o, const std::atomic<int>& stop,
+                    const RunReport& base = {});
 
 /// Handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL: while run_cases runs, writes the
 /// report with the running case as CRASH and exits 1; otherwise re-raises.
 void on_fatal_signal(int sig);
 extern std::function<void(int)> g_on_fatal_signal;
 
-/// 1 if a case not marked `fixture` FAILed or CRASHed, or the run was cut
+/// The exit code of a finished (or stopped) run: 128+signal if interrupted;
+/// 128 if the harness failed (a cause of component "harness"); 1 if any case
+/// failed unexpectedly (FAIL, CRASH or XPASS not expected) or the run was cut
 /// short; 125 if no case ran (every one UNSUPPORTED); else 0.
-int exit_code_for(const RunReport& r, const Registry& registry);
+int exit_code_for(const RunReport& r);
 
 }  // namespace kvh

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "attention_case.h"
+#include "expectations.h"
 #include "device.h"
 #include "write_case.h"
 
@@ -76,7 +77,7 @@ TEST(Runner, StickyDeviceFaultEndsTheRunCleanly) {
   o.timing.reps = 0;  // GPU backends: timing would add synchronize calls
   const size_t live_before = device::live_bytes();
   device::testing::inject_fault(2);  // one synchronize per write case: the second case faults
-  const std::atomic<bool> stop{false};
+  const std::atomic<int> stop{0};
   const RunReport rep = run_cases(cases, files, reg, o, stop);
 
   ASSERT_EQ(rep.results.size(), 2u);  // stopped right after the faulting case
@@ -86,7 +87,7 @@ TEST(Runner, StickyDeviceFaultEndsTheRunCleanly) {
   EXPECT_NE(rep.results[1].v.detail.find("illegal memory access"), std::string::npos) << rep.results[1].v.detail;
   EXPECT_FALSE(rep.complete);
   EXPECT_NE(rep.stopped_because.find(cases[1].id()), std::string::npos) << rep.stopped_because;
-  EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
   EXPECT_FALSE(device::healthy());
   EXPECT_EQ(device::live_bytes(), live_before);  // every buffer of the crashed case was freed
 
@@ -110,11 +111,11 @@ TEST(Runner, FaultAtTheLastCaseStillMarksTheRunIncomplete) {
   o.report_dir = temp_dir("fault_last");
   o.timing.reps = 0;
   device::testing::inject_fault(2);  // the pipeline's writer synchronize
-  const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<bool>{false});
+  const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<int>{0});
   ASSERT_EQ(rep.results.size(), 2u);
   EXPECT_EQ(rep.results[1].v.status, Status::Crash);
   EXPECT_FALSE(rep.complete);
-  EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
   std::filesystem::remove_all(o.report_dir);
 }
 
@@ -128,7 +129,7 @@ TEST(Runner, ACrashThatKeepsTheDeviceUsableDoesNotStopTheRun) {
   const std::vector<Case> cases = {write_case("test_throwing_writer"), write_case("reshape_and_cache_flash")};
   RunOptions o;
   o.report_dir = temp_dir("nonsticky");
-  const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<bool>{false});
+  const RunReport rep = run_cases(cases, {"a.toml", "a.toml"}, reg, o, std::atomic<int>{0});
   ASSERT_EQ(rep.results.size(), 2u);
   EXPECT_EQ(rep.results[0].v.status, Status::Crash);
   EXPECT_EQ(rep.results[1].v.status, Status::Pass);
@@ -183,28 +184,60 @@ TEST(Timing, TimeLaunchesCountsAndReportsLaunchErrors) {
 namespace kvh {
 namespace {
 
-CaseResult result_of(const std::string& writer, const std::string& router, Status s) {
+// A judged result: `writer` (and router policy) failing in `comp` with `why`, or passing.
+CaseResult result_of(const std::string& writer, const std::string& router, Status s, const char* comp = nullptr,
+                     const char* why = reason::kMismatch) {
   CaseResult cr;
+  cr.c.kind = CaseKind::Pipeline;
   cr.c.writer = writer;
   cr.c.router_policy = router;
-  cr.v.status = s;
+  cr.routed_to = "paged_attention_rocm";
+  if (s == Status::Fail || s == Status::Crash) add_cause(cr.v, comp, why, "test", s == Status::Crash);
+  else cr.v.status = s;
+  judge_expectations(cr, Registry(), {});
   return cr;
 }
 
-TEST(Runner, ExitCodeIgnoresRegressionFixturesOnly) {
-  Registry reg;
+// Issue 7, defect 1: a fixture exempts only failures of its own component and kind.
+TEST(Runner, ExitCodeExemptsOnlyAFixturesOwnFailures) {
   RunReport rep;
   rep.complete = true;
   rep.results = {result_of("reshape_and_cache_shuffle", "aiter-v0.1.12", Status::Pass),
-                 result_of("fixture_shuffle_contiguous", "", Status::Fail),
-                 result_of("reshape_and_cache_shuffle", "aiter-v0.1.10.post3", Status::Fail)};
-  EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "fixture writer and old router fail by design";
-  rep.results.push_back(result_of("reshape_and_cache_shuffle", "aiter-v0.1.12", Status::Fail));
-  EXPECT_EQ(exit_code_for(rep, reg), kExitFail);
-  rep.results = {result_of("fixture_shuffle_contiguous", "", Status::Fail)};
-  EXPECT_EQ(exit_code_for(rep, reg), kExitPass) << "a lone fixture repro that fails as expected ran fine";
+                 result_of("fixture_shuffle_contiguous", "", Status::Fail, component::kWriter),
+                 result_of("reshape_and_cache_shuffle", "aiter-v0.1.10.post3", Status::Fail, component::kRouter,
+                           reason::kMisroute)};
+  EXPECT_EQ(exit_code_for(rep), kExitPass) << "fixture writer and old router fail by design";
+  rep.results.push_back(result_of("reshape_and_cache_shuffle", "aiter-v0.1.12", Status::Fail, component::kWriter));
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
+  rep.results = {result_of("fixture_shuffle_contiguous", "", Status::Fail, component::kWriter)};
+  EXPECT_EQ(exit_code_for(rep), kExitPass) << "a lone fixture repro that fails as expected ran fine";
   rep.results = {result_of("reshape_and_cache", "", Status::Unsupported)};
-  EXPECT_EQ(exit_code_for(rep, reg), kExitNothingRunnable);
+  EXPECT_EQ(exit_code_for(rep), kExitNothingRunnable);
+
+  // The old router's case whose real writer fails: the writer's failure is not the router's to excuse.
+  rep.results = {result_of("reshape_and_cache_shuffle", "aiter-v0.1.10.post3", Status::Fail, component::kWriter)};
+  EXPECT_FALSE(rep.results[0].expected);
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
+  // A fixture's CRASH is never expected.
+  rep.results = {result_of("fixture_shuffle_contiguous", "", Status::Crash, component::kWriter, reason::kCrash)};
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
+  // A fixture writer's case whose reader fails: not the writer's failure.
+  rep.results = {result_of("fixture_shuffle_contiguous", "", Status::Fail, component::kReader, reason::kUnwritten)};
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
+  // The old router's misroute is expected; a misroute of the fixed policy is not.
+  rep.results = {result_of("reshape_and_cache_shuffle", "aiter-b4885d2", Status::Fail, component::kRouter, reason::kMisroute)};
+  EXPECT_EQ(exit_code_for(rep), kExitFail);
+  // A harness failure (host allocation) in a fixture's case: never expected, and exit 128 (git aborts a bisect).
+  rep.results = {result_of("reshape_and_cache_shuffle", "aiter-v0.1.10.post3", Status::Crash, component::kHarness,
+                           reason::kHarnessError)};
+  EXPECT_FALSE(rep.results[0].expected);
+  EXPECT_EQ(exit_code_for(rep), kExitHarness);
+  // Interrupted: 128 + the signal.
+  rep.results = {result_of("reshape_and_cache_shuffle", "", Status::Pass)};
+  rep.interrupted_by = SIGINT;
+  EXPECT_EQ(exit_code_for(rep), 130);
+  rep.interrupted_by = SIGTERM;
+  EXPECT_EQ(exit_code_for(rep), 143);
 }
 
 // Runs cases {ok, writer, ok} in a child process (the runner ends it) and
@@ -229,7 +262,7 @@ nlohmann::json run_until_the_runner_exits(const std::string& writer, const std::
     RunOptions o;
     o.report_dir = dir;
     o.case_timeout_s = timeout_s;
-    std::atomic<bool> stop{false};
+    std::atomic<int> stop{0};
     run_cases({ok, bad, ok}, {"x.toml", "x.toml", "x.toml"}, reg, o, stop);
   };
   EXPECT_EXIT(run(), ::testing::ExitedWithCode(kExitFail), expected_stderr);

@@ -8,8 +8,34 @@ const char* to_string(Status s) {
     case Status::Fail: return "FAIL";
     case Status::Unsupported: return "UNSUPPORTED";
     case Status::Crash: return "CRASH";
+    case Status::Xpass: return "XPASS";
+    case Status::Interrupted: return "INTERRUPTED";
   }
   return "?";
+}
+
+void add_cause(Verdict& v, const char* comp, const char* why, std::string detail, bool crash) {
+  if (v.causes.empty()) {
+    v.status = crash ? Status::Crash : Status::Fail;
+    v.reason = why;
+    v.detail = detail;
+    v.component = comp;
+  } else if (crash) {
+    v.status = Status::Crash;  // a CRASH anywhere makes the case a CRASH
+  }
+  v.causes.push_back(Cause{comp, why, std::move(detail), crash, {}});
+}
+
+void attribute(Verdict& v, const char* comp) {
+  if ((v.status != Status::Fail && v.status != Status::Crash) || !v.causes.empty()) return;
+  v.component = comp;
+  v.causes.push_back(Cause{comp, v.reason, v.detail, v.status == Status::Crash, {}});
+}
+
+bool harness_fault(const Verdict& v) {
+  for (const auto& c : v.causes)
+    if (c.component == component::kHarness) return true;
+  return false;
 }
 
 }  // namespace kvh

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
-#include <unordered_map>
 
 #include "arena.h"
 #include "cache_setup.h"
@@ -74,7 +73,6 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
 
   // The cache: sentinels everywhere, old tokens in every owned element.
   GuardedArena expected(L.storage_elems, 2, margin);
-  uint16_t* st = expected.storage_as<uint16_t>();
   fill_old_tokens(L, expected, c.dtype, rng());
 
   // Inputs: logical K/V placed into a fused QKV buffer.
@@ -83,6 +81,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   const FusedQkv qkv = make_fused_qkv(T, c.num_heads, H, D, key, value, c.dtype, rng);
   const auto slots = make_slots(c, g.num_blocks, rng);
 
+  const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
   try {
     device::Buffer d_cache(expected.bytes().size());
     d_cache.upload(expected.bytes().data(), expected.bytes().size());
@@ -90,62 +89,40 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     d_qkv.upload(qkv.buf.data(), qkv.buf.size() * 2);
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
 
-    // The reference writes, remembering what each written element held.
-    std::vector<std::pair<int64_t, uint16_t>> olds;
-    olds.reserve(slots.size() * size_t(2 * H * D));
-    for (int64_t slot : slots) {
-      if (slot < 0) continue;
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t d = 0; d < D; ++d)
-          for (bool v : {false, true}) {
-            const int64_t off = reference::cache_offset(L, v, slot / g.block_size, h, slot % g.block_size, d);
-            olds.emplace_back(off, st[off]);
-          }
-    }
-    reference::write_cache(L, key, value, slots, st);
-    std::unordered_map<int64_t, uint16_t> old_map;  // built only if the check asks
-    auto old_value = [&](int64_t off) -> std::optional<uint16_t> {
-      if (old_map.empty()) old_map.insert(olds.begin(), olds.end());
-      auto it = old_map.find(off);
-      if (it == old_map.end()) return std::nullopt;
-      return it->second;
-    };
-
+    on_device = component::kWriter;
     const int rc = launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(),
                                  T, c.dtype);
     if (rc != 0) {
-      r.v.status = Status::Fail;
-      r.v.reason = reason::kLaunchError;
-      r.v.detail = fmt::format("{} returned {}", c.writer, device::error_text(rc));
+      add_cause(r.v, component::kWriter, reason::kLaunchError, fmt::format("{} returned {}", c.writer, device::error_text(rc)));
       return r;
     }
     device::synchronize();
+    on_device = component::kHarness;
 
     GuardedArena actual(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_cache.download(actual.bytes().data(), actual.bytes().size());
-    r.v = check_write(L, c.dtype, old_value, expected, actual);
+    r.v = check_writer_output(L, c.dtype, key, value, slots, expected, actual);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
     std::vector<uint16_t> qkv_after(qkv.buf.size());
     std::vector<int64_t> slots_after(slots.size());
     d_qkv.download(qkv_after.data(), qkv.buf.size() * 2);
     if (!slots.empty()) d_slots.download(slots_after.data(), slots.size() * 8);
-    if (r.v.status == Status::Pass && (qkv_after != qkv.buf || slots_after != slots)) {
-      r.v.status = Status::Fail;
-      r.v.reason = reason::kOutOfView;
-      r.v.detail = qkv_after != qkv.buf ? "the writer modified its key/value input (fused QKV buffer)"
-                                    : "the writer modified slot_mapping";
-    }
+    if (r.v.status == Status::Pass && (qkv_after != qkv.buf || slots_after != slots))
+      add_cause(r.v, component::kWriter, reason::kOutOfView,
+                qkv_after != qkv.buf ? "the writer modified its key/value input (fused QKV buffer)"
+                                     : "the writer modified slot_mapping");
     // kernel_us: after the verdict's launch and downloads; rewriting the same slots is idempotent.
+    if (r.v.status == Status::Pass && timing_enabled(timing)) on_device = component::kWriter;
     if (r.v.status == Status::Pass && timing_enabled(timing))
       r.v.kernel_us = time_kernel(timing, [&] {
         return launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(), T,
                              c.dtype);
       }, &r.v.detail);
+  } catch (const device::AllocError& e) {
+    add_cause(r.v, component::kHarness, reason::kHarnessError, e.what(), true);
   } catch (const device::Error& e) {
-    r.v.status = Status::Crash;
-    r.v.reason = reason::kCrash;
-    r.v.detail = e.what();
+    add_cause(r.v, on_device, on_device == component::kHarness ? reason::kHarnessError : reason::kCrash, e.what(), true);
   }
   return r;
 }

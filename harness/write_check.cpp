@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <unordered_map>
+
+#include "cache_writer.h"
 #include "values.h"
 
 namespace kvh {
@@ -68,6 +71,36 @@ Verdict check_write(const CacheLayout& L, DType dtype, const std::function<std::
     v.reason = reason::kUnwritten;
     v.detail = counts + worst;
   }
+  return v;
+}
+
+Verdict check_writer_output(const CacheLayout& L, DType dtype, const std::vector<uint16_t>& key,
+                            const std::vector<uint16_t>& value, const std::vector<int64_t>& slots,
+                            GuardedArena& expected, const GuardedArena& actual) {
+  // Remember what each element the reference writes held, to tell an unwritten element from a wrong one.
+  uint16_t* st = expected.storage_as<uint16_t>();
+  const int64_t H = L.geo.num_kv_heads, D = L.geo.head_size, B = L.geo.block_size;
+  std::vector<std::pair<int64_t, uint16_t>> olds;
+  olds.reserve(slots.size() * size_t(2 * H * D));
+  for (int64_t slot : slots) {
+    if (slot < 0) continue;
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d)
+        for (bool v : {false, true}) {
+          const int64_t off = reference::cache_offset(L, v, slot / B, h, slot % B, d);
+          olds.emplace_back(off, st[off]);
+        }
+  }
+  reference::write_cache(L, key, value, slots, st);
+  std::unordered_map<int64_t, uint16_t> old_map;  // built only if the check asks
+  auto old_value = [&](int64_t off) -> std::optional<uint16_t> {
+    if (old_map.empty()) old_map.insert(olds.begin(), olds.end());
+    auto it = old_map.find(off);
+    if (it == old_map.end()) return std::nullopt;
+    return it->second;
+  };
+  Verdict v = check_write(L, dtype, old_value, expected, actual);
+  attribute(v, component::kWriter);
   return v;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "arena.h"
 #include "case.h"
@@ -22,5 +23,14 @@ namespace kvh {
 /// in that order of precedence; detail counts all three.
 Verdict check_write(const CacheLayout& L, DType dtype, const std::function<std::optional<uint16_t>(int64_t)>& old_value,
                     const GuardedArena& expected, const GuardedArena& actual);
+
+/// A writer's whole verdict: applies the reference writer (key, value
+/// [num_tokens, num_kv_heads, head_size] logical; slots [num_tokens], negative
+/// skipped) to `expected`, which holds the storage as it was before the writer
+/// ran and holds the reference result afterwards, then check_write()s `actual`
+/// against it. FAILs are attributed to the writer (component "writer").
+Verdict check_writer_output(const CacheLayout& L, DType dtype, const std::vector<uint16_t>& key,
+                            const std::vector<uint16_t>& value, const std::vector<int64_t>& slots,
+                            GuardedArena& expected, const GuardedArena& actual);
 
 }  // namespace kvh

@@ -18,6 +18,7 @@ struct Info {
   int wave_size = 0;        // lanes per wavefront / warp
   int compute_units = 0;    // CUs / SMs / host workers
   size_t memory_bytes = 0;  // total device memory
+  std::string runtime_version;  // "HIP runtime R, driver D" / "CUDA runtime R, driver D" / the host runtime
 };
 Info info();
 
@@ -40,7 +41,14 @@ struct LaunchError : Error {
   int code;
 };
 
-/// Owns `bytes` bytes of device memory. Throws Error when allocation fails.
+/// Device memory could not be allocated: the harness sized a buffer the
+/// device cannot hold. Not a kernel's failure (verdict component "harness").
+struct AllocError : Error {
+  using Error::Error;
+};
+
+/// Owns `bytes` bytes of device memory. Throws AllocError when allocation
+/// fails (Error when the device is already lost).
 class Buffer {
  public:
   Buffer() = default;

@@ -8,6 +8,10 @@
 
 #include "kvh_runtime.h"
 
+#if !defined(KVH_BACKEND_HIP) && !defined(KVH_BACKEND_CUDA)
+#include <boost/version.hpp>
+#endif
+
 namespace kvh::device {
 
 namespace {
@@ -61,7 +65,13 @@ KVH_DECLARE_BARRIER_FREE(fill_random16_kernel);
 
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   if (g_faulted) throw_injected("hipMalloc");
-  check(hipMalloc(&ptr_, bytes), "hipMalloc");
+  const hipError_t e = hipMalloc(&ptr_, bytes);
+  if (e != hipSuccess && !context_lost()) {
+    (void)hipGetLastError();  // an allocation failure is not sticky: clear it
+    ptr_ = nullptr;
+    throw AllocError("hipMalloc of " + std::to_string(bytes) + " bytes failed: " + hipGetErrorString(e));
+  }
+  check(e, "hipMalloc");
   g_live_bytes += bytes_;
 }
 Buffer::~Buffer() {
@@ -201,6 +211,14 @@ Info info() {
   i.wave_size = p.warpSize;
   i.compute_units = p.multiProcessorCount;
   i.memory_bytes = p.totalGlobalMem;
+  int runtime = 0, driver = 0;
+  (void)hipRuntimeGetVersion(&runtime);
+  (void)hipDriverGetVersion(&driver);
+#if defined(KVH_BACKEND_HIP)
+  i.runtime_version = "HIP runtime " + std::to_string(runtime) + ", driver " + std::to_string(driver);
+#else
+  i.runtime_version = "CUDA runtime " + std::to_string(runtime) + ", driver " + std::to_string(driver);
+#endif
 #if defined(KVH_BACKEND_HIP)
   i.backend = "rocm";
   i.arch = p.gcnArchName;
@@ -227,6 +245,8 @@ Info info() {
   i.wave_size = c.wave_size;
   i.compute_units = workers;
   i.memory_bytes = 0;
+  i.runtime_version = "kvharness host SIMT runtime, Boost " + std::to_string(BOOST_VERSION / 100000) + "." +
+                      std::to_string(BOOST_VERSION / 100 % 1000);
   return i;
 }
 

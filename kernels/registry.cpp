@@ -18,10 +18,14 @@ Registry::Registry() { add_provider(kvh_builtin_kernels, "builtin"); }
 
 void Registry::load_provider(const std::string& path) {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) throw std::runtime_error("provider " + path + ": cannot open: " + dlerror());
+  if (!h) throw ProviderLoadError("provider " + path + ": cannot open: " + dlerror());
   auto fn = reinterpret_cast<kvh_provider_fn>(dlsym(h, KVH_PROVIDER_SYMBOL));
-  if (!fn) throw std::runtime_error("provider " + path + ": no symbol " KVH_PROVIDER_SYMBOL);
-  add_provider(fn, path);
+  if (!fn) throw ProviderLoadError("provider " + path + ": no symbol " KVH_PROVIDER_SYMBOL);
+  try {
+    add_provider(fn, path);
+  } catch (const std::runtime_error& e) {
+    throw ProviderLoadError(e.what());
+  }
 }
 
 void Registry::add(const kvh_kernel_desc& desc, const std::string& origin) {

@@ -2,6 +2,7 @@
 // or loaded from a provider shared library (kvharness/provider.h).
 #pragma once
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -9,11 +10,19 @@
 
 namespace kvh {
 
+/// A provider could not be loaded: the library or its symbol is missing, its
+/// ABI version is unknown, it offers a name already registered, or (Python
+/// providers) its module does not import. The commit under test cannot be
+/// tested: kvharness exits 125, which `git bisect run` skips.
+struct ProviderLoadError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Registry {
  public:
   /// The built-in kernels only.
   Registry();
-  /// Adds a provider's kernels. Throws std::runtime_error naming the library
+  /// Adds a provider's kernels. Throws ProviderLoadError naming the library
   /// when it cannot be opened, lacks KVH_PROVIDER_SYMBOL, has another ABI
   /// version, or offers a name that is already registered.
   void load_provider(const std::string& path);

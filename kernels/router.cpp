@@ -6,17 +6,29 @@ namespace kvh::routing {
 
 namespace {
 
+// A policy is named by the aiter commit whose rule it models; the release
+// tags that shipped each rule stay accepted as aliases.
 struct Policy {
   const char* name;
+  const char* alias;            // release tag, e.g. "aiter-v0.1.12"
   bool asm_only_head_size_128;  // aiter b4885d2, first released in v0.1.12
 };
-const Policy kPolicies[] = {{"aiter-v0.1.10.post3", false}, {"aiter-v0.1.12", true}};
+const Policy kPolicies[] = {{"aiter-pre-b4885d2", "aiter-v0.1.10.post3", false},
+                            {"aiter-b4885d2", "aiter-v0.1.12", true}};
+
+const Policy* find_policy(const std::string& name) {
+  for (const auto& p : kPolicies)
+    if (name == p.name || name == p.alias) return &p;
+  return nullptr;
+}
 
 struct Target {
   const char* name;
   int64_t compute_units;
 };
-const Target kTargets[] = {{"MI300X", 304}, {"MI325X", 304}, {"MI355X", 256}};
+// Compute units as the runtime reports them per device (an MI250X is two
+// devices of 110 CUs each). AMD Instinct specifications.
+const Target kTargets[] = {{"MI210", 104}, {"MI250X", 110}, {"MI300X", 304}, {"MI325X", 304}, {"MI355X", 256}};
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -49,16 +61,20 @@ CacheDtype parse_cache_dtype(const std::string& s) {
 const std::vector<std::string>& policy_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& p : kPolicies) v.push_back(p.name);
+    for (const auto& p : kPolicies) v.push_back(p.name), v.push_back(p.alias);
     return v;
   }();
   return names;
 }
 
+std::string canonical_policy(const std::string& policy) {
+  const Policy* p = find_policy(policy);
+  return p ? p->name : "";
+}
+
 bool is_regression_fixture(const std::string& policy) {
-  for (const auto& p : kPolicies)
-    if (policy == p.name) return !p.asm_only_head_size_128;
-  return false;
+  const Policy* p = find_policy(policy);
+  return p && !p->asm_only_head_size_128;
 }
 
 const std::vector<std::string>& target_names() {
@@ -77,9 +93,7 @@ int64_t compute_units_of(const std::string& target) {
 }
 
 RouteDecision route(const std::string& policy, const RouteInput& in) {
-  const Policy* p = nullptr;
-  for (const auto& candidate : kPolicies)
-    if (policy == candidate.name) p = &candidate;
+  const Policy* p = find_policy(policy);
   if (!p) throw std::invalid_argument("unknown routing policy '" + policy + "'; known: " + join(policy_names()));
   require(in.num_seqs >= 0, "num_seqs must be >= 0");
   require(in.num_heads >= 1 && in.head_size >= 1, "num_heads and head_size must be >= 1");

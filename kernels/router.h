@@ -1,12 +1,15 @@
 // Decode-attention routing: which reader `paged_attention_common` sends a
-// decode step to, under a named policy (a versioned copy of aiter's rule):
-//   "aiter-v0.1.10.post3"  the ASM kernel pa_fwd_asm is chosen when
-//                          high_precision == 2, or the cache dtype is int8, or
-//                          num_seqs * num_heads > 2 * compute_units; otherwise
-//                          paged_attention_rocm. No head-size test: head_size
-//                          256 at large batch goes to the 128-only kernel.
-//   "aiter-v0.1.12"        the same, but head_size != 128 goes to
-//                          paged_attention_rocm first (aiter b4885d2).
+// decode step to, under a named policy (a versioned copy of aiter's rule),
+// named by the aiter commit that introduced the rule it models; the release
+// tags that shipped it are aliases:
+//   "aiter-pre-b4885d2"    (alias "aiter-v0.1.10.post3") the ASM kernel
+//                          pa_fwd_asm is chosen when high_precision == 2, or
+//                          the cache dtype is int8, or num_seqs * num_heads >
+//                          2 * compute_units; otherwise paged_attention_rocm.
+//                          No head-size test: head_size 256 at large batch
+//                          goes to the 128-only kernel.
+//   "aiter-b4885d2"        (alias "aiter-v0.1.12") the same, but head_size !=
+//                          128 goes to paged_attention_rocm first.
 // Source: aiter aiter/ops/attention.py, _should_use_asm_kernel() called by
 // paged_attention_common. Pure host code; no kernel is launched.
 #pragma once
@@ -49,16 +52,20 @@ struct RouteDecision {
 /// head_size or compute_units < 1, or high_precision outside 0..2.
 RouteDecision route(const std::string& policy, const RouteInput& in);
 
-/// The policy names, oldest first: {"aiter-v0.1.10.post3", "aiter-v0.1.12"}.
+/// Every accepted policy name, oldest first, each canonical name followed by
+/// its alias: {"aiter-pre-b4885d2", "aiter-v0.1.10.post3", "aiter-b4885d2", "aiter-v0.1.12"}.
 const std::vector<std::string>& policy_names();
+/// The canonical name of a policy or alias ("aiter-v0.1.12" -> "aiter-b4885d2"); "" if unknown.
+std::string canonical_policy(const std::string& policy);
 
 /// True for a policy kept as a regression fixture: known to misroute (the
 /// old aiter-v0.1.10.post3 rule sends head_size != 128 to the 128-only kernel).
 /// Its FAILs are expected and do not change kvharness's exit code.
 bool is_regression_fixture(const std::string& policy);
 
-/// Compute units of a named target, for routing what-ifs: MI300X 304,
-/// MI325X 304, MI355X 256 (AMD specifications). Throws std::invalid_argument
+/// Compute units of a named target, for routing what-ifs: MI210 104, MI250X
+/// 110 (per device: one of its two dies), MI300X 304, MI325X 304, MI355X 256
+/// (AMD specifications). Throws std::invalid_argument
 /// for another name, listing the known ones.
 int64_t compute_units_of(const std::string& target);
 const std::vector<std::string>& target_names();

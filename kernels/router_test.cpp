@@ -109,9 +109,25 @@ TEST(Router, UnknownPolicyListsTheKnownOnes) {
     route("aiter-v0.2", step(1, 1, 128, 304));
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("aiter-v0.1.10.post3, aiter-v0.1.12"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("aiter-pre-b4885d2, aiter-v0.1.10.post3, aiter-b4885d2, aiter-v0.1.12"),
+              std::string::npos)
+        << e.what();
   }
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{kOld, kNew}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"aiter-pre-b4885d2", kOld, "aiter-b4885d2", kNew}));
+}
+
+// Policies are named by the aiter commit of their rule; release tags are aliases that route alike.
+TEST(Router, CommitNamesAndTagAliasesRouteAlike) {
+  EXPECT_EQ(canonical_policy(kNew), "aiter-b4885d2");
+  EXPECT_EQ(canonical_policy(kOld), "aiter-pre-b4885d2");
+  EXPECT_EQ(canonical_policy("aiter-v0.2"), "");
+  EXPECT_TRUE(is_regression_fixture("aiter-pre-b4885d2"));
+  EXPECT_TRUE(is_regression_fixture(kOld));
+  EXPECT_FALSE(is_regression_fixture("aiter-b4885d2"));
+  const RouteInput big = step(512, 4, 256, 256);
+  EXPECT_EQ(route("aiter-b4885d2", big).reader, route(kNew, big).reader);
+  EXPECT_EQ(route("aiter-pre-b4885d2", big).reader, kAsmReader);
+  EXPECT_EQ(route(kNew, big).policy, "aiter-b4885d2");
 }
 
 TEST(Router, RejectsImpossibleInputs) {
@@ -125,11 +141,13 @@ TEST(Router, NamedTargets) {
   EXPECT_EQ(compute_units_of("MI300X"), 304);
   EXPECT_EQ(compute_units_of("MI325X"), 304);
   EXPECT_EQ(compute_units_of("MI355X"), 256);
+  EXPECT_EQ(compute_units_of("MI250X"), 110);
+  EXPECT_EQ(compute_units_of("MI210"), 104);
   try {
-    compute_units_of("MI250X");
+    compute_units_of("MI100");
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("MI300X, MI325X, MI355X"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MI210, MI250X, MI300X, MI325X, MI355X"), std::string::npos) << e.what();
   }
 }
 

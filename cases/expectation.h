@@ -1,0 +1,47 @@
+// Declared expected failures: where a regression fixture (or a user's own
+// known-bad kernel) must fail, and how. Declared in a case file as
+// [[expected_failure]] tables, or in a known-failures file (--known-failures)
+// as [[known_failure]] tables; both take the same keys:
+//   filter    = "writer=fixture_shuffle_contiguous,layout=interleaved|padded"  # cases it covers
+//   ids       = ["pipeline/...", ...]   # or exact case ids (filter and ids may be combined: either matches)
+//   component = "writer"                # writer | reader | router; omitted: any kernel component
+//   reasons   = ["mismatch", "out_of_view_write"]   # omitted: any FAIL reason (never a CRASH unless listed)
+//   why       = "contiguous block base: the bug of the vLLM PR thread"   # required
+// Strict: every case the declaration covers must show a failure it allows,
+// else that case is XPASS and fails the run; failures it does not allow stay
+// unexpected. A harness failure (component "harness") is never expected.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "filter.h"
+
+namespace kvh {
+
+struct ExpectedFailure {
+  std::string filter;                // filter expression (cases/filter.h); "" = by ids only
+  std::vector<std::string> ids;      // exact case ids
+  std::string component;             // "writer" | "reader" | "router" | "" (any kernel component)
+  std::vector<std::string> reasons;  // reason classes allowed; empty: any FAIL reason
+  std::string why;                   // the bug, in words
+  std::string source;                // "file:line" of the declaration
+
+  /// True when the declaration covers case c (by filter or by id).
+  bool covers(const Case& c) const;
+  /// True when a failure of `component` with `reason` (crash: a CRASH) is one it allows.
+  bool allows(const std::string& component, const std::string& reason, bool crash) const;
+
+ private:
+  mutable std::vector<Filter> compiled_;  // filter, parsed once
+};
+
+/// Reason classes a declaration may name, and components.
+const std::vector<std::string>& expectable_reasons();
+const std::vector<std::string>& expectable_components();
+
+/// Loads a known-failures file ([[known_failure]] tables). Throws
+/// CaseFileError naming the file, line and field for anything malformed.
+std::vector<ExpectedFailure> load_known_failures(const std::string& path);
+
+}  // namespace kvh

@@ -1,0 +1,77 @@
+#include "expectations.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "router.h"
+
+namespace kvh {
+
+namespace {
+
+bool kernel_is_fixture(const Registry& reg, const std::string& name) {
+  const kvh_kernel_desc* d = name.empty() ? nullptr : reg.find(name);
+  return d && d->fixture;
+}
+
+// The fixture that owns a failure of `cause`, or "" if none does.
+std::string owning_fixture(const CaseResult& cr, const Registry& reg, const Cause& cause) {
+  if (cause.crash) return "";
+  const Case& c = cr.c;
+  if (cause.component == component::kWriter && kernel_is_fixture(reg, c.writer)) return c.writer + " (writer)";
+  if (cause.component == component::kReader && kernel_is_fixture(reg, cr.routed_to)) return cr.routed_to + " (reader)";
+  if (cause.component == component::kRouter && cause.reason == reason::kMisroute && !c.router_policy.empty() &&
+      routing::is_regression_fixture(c.router_policy))
+    return c.router_policy + " (router policy)";
+  return "";
+}
+
+std::string allowed_text(const ExpectedFailure& d) {
+  return fmt::format("{} {}", d.component.empty() ? "any kernel" : d.component,
+                     d.reasons.empty() ? std::string("FAIL") : fmt::format("{}", fmt::join(d.reasons, "|")));
+}
+
+}  // namespace
+
+void judge_expectations(CaseResult& cr, const Registry& reg, const std::vector<ExpectedFailure>& declared) {
+  const Case& c = cr.c;
+  cr.fixture = (!c.router_policy.empty() && routing::is_regression_fixture(c.router_policy)) ||
+               kernel_is_fixture(reg, c.writer) || kernel_is_fixture(reg, c.reader) ||
+               kernel_is_fixture(reg, cr.routed_to);
+  if (cr.v.status == Status::Unsupported || cr.v.status == Status::Interrupted) return;
+  std::vector<const ExpectedFailure*> covering;
+  for (const auto& d : declared)
+    if (d.covers(c)) covering.push_back(&d), cr.expectations.push_back(d.source);
+
+  bool all_expected = !cr.v.causes.empty();
+  for (Cause& cause : cr.v.causes) {
+    if (cause.component != component::kHarness) {
+      const std::string fixture = owning_fixture(cr, reg, cause);
+      if (!fixture.empty()) cause.expected_by = "regression fixture " + fixture;
+      for (const ExpectedFailure* d : covering)
+        if (d->allows(cause.component, cause.reason, cause.crash) && cause.expected_by.empty())
+          cause.expected_by = fmt::format("{}: {}", d->source, d->why);
+    }
+    all_expected &= !cause.expected_by.empty();
+  }
+  cr.expected = all_expected;
+
+  // Strictness: each covering declaration must see a failure it allows.
+  for (const ExpectedFailure* d : covering) {
+    bool shown = false;
+    for (const Cause& cause : cr.v.causes) shown |= d->allows(cause.component, cause.reason, cause.crash);
+    if (shown) continue;
+    const std::string note = fmt::format("declared to fail with {} ({}: {})", allowed_text(*d), d->source, d->why);
+    if (cr.v.status == Status::Pass) {
+      cr.v.status = Status::Xpass;
+      cr.v.reason = reason::kXpass;
+      cr.v.component = d->component;
+      cr.v.detail = note + ", but it passed: the harness no longer sees this bug, or the declaration is stale";
+    } else {
+      cr.expected = false;
+      cr.v.detail += "; " + note + ", which did not occur";
+    }
+  }
+}
+
+}  // namespace kvh
