@@ -81,8 +81,19 @@ Filter::Filter(const std::string& expr) {
 }
 
 bool Filter::matches(const Case& c) const {
+  return matches_by([&](const std::string& key) { return case_field(c, key); });
+}
+
+bool Filter::matches(const std::map<std::string, std::string>& fields) const {
+  return matches_by([&](const std::string& key) {
+    auto it = fields.find(key);
+    return it == fields.end() ? std::string() : it->second;
+  });
+}
+
+bool Filter::matches_by(const std::function<std::string(const std::string&)>& field) const {
   for (const auto& t : terms_) {
-    const std::string v = case_field(c, t.key);
+    const std::string v = field(t.key);
     bool any = std::any_of(t.alternatives.begin(), t.alternatives.end(),
                            [&](const std::string& p) { return fnmatch(p.c_str(), v.c_str(), 0) == 0; });
     if (any == t.negate) return false;

@@ -1,6 +1,8 @@
 // Case filters: "head_size=256,layout=interleaved|padded,writer!=fixture_*".
 // Terms are ANDed; `|` separates alternatives; `*` and `?` are globs.
 #pragma once
+#include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +21,12 @@ class Filter {
   /// Throws FilterError for a term without '=' or an unknown key.
   explicit Filter(const std::string& expr = "");
   bool matches(const Case& c) const;
+  /// The same match on a case given as key -> value strings, e.g. an entry
+  /// of results.json (`kvharness compare --filter`). Values must be spelled as
+  /// case_field() spells them; a key the map lacks reads as "" (a key that
+  /// does not apply to the case).
+  bool matches(const std::map<std::string, std::string>& fields) const;
+  /// The keys a term may name, in the order `--help` and errors list them.
   static const std::vector<std::string>& keys();
 
  private:
@@ -27,6 +35,7 @@ class Filter {
     bool negate;
     std::vector<std::string> alternatives;
   };
+  bool matches_by(const std::function<std::string(const std::string&)>& field) const;
   std::vector<Term> terms_;
 };
 

@@ -29,6 +29,22 @@ TEST(Filter, TermsAreAndedWithAlternativesGlobsAndNegation) {
   EXPECT_FALSE(Filter("id=" + c.id()).matches(other));
 }
 
+TEST(Filter, MatchesAFieldMapAsItMatchesTheCase) {
+  const Case c = sample();
+  std::map<std::string, std::string> fields;
+  for (const auto& k : Filter::keys()) fields[k] = case_field(c, k);
+  for (const char* expr : {"", "head_size=256,layout=interleaved", "head_size=256,layout=padded",
+                           "writer=*shuffle,shuffle=1", "writer!=reshape_and_cache_*", "reader=?*", "reader="})
+    EXPECT_EQ(Filter(expr).matches(fields), Filter(expr).matches(c)) << expr;
+  EXPECT_TRUE(Filter("layout=interleaved").matches(fields));
+  EXPECT_FALSE(Filter("layout=padded").matches(fields)) << "a term that does not hold";
+  // A key the map lacks is "": it matches an empty value or a negated one, never a glob of one character.
+  fields.erase("target");
+  EXPECT_TRUE(Filter("target=").matches(fields));
+  EXPECT_FALSE(Filter("target=?*").matches(fields));
+  EXPECT_TRUE(Filter("target!=gfx*").matches(fields));
+}
+
 TEST(Filter, BadTermsNameTheTermAndTheKnownKeys) {
   EXPECT_THROW(Filter("head_size"), FilterError);
   EXPECT_THROW(Filter("layout=interleavd"), FilterError) << "a typo in a closed set of values";

@@ -201,13 +201,26 @@ int cli_main(int argc, char** argv) {
                         "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
   bench_cmd->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
   bench_cmd->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
-  std::string cmp_a, cmp_b;
-  int cmp_max_only = 20;
-  auto* cmp = app.add_subcommand("compare",
-                                 "what regressed, what got fixed, between two runs; exit 1 on any verdict difference");
+  std::string cmp_a, cmp_b, cmp_fail_on = "regressions";
+  compare::Options co;
+  auto* cmp = app.add_subcommand(
+      "compare", "what regressed, what got fixed, between two runs; exit 0 no gating difference, 1 a gating "
+                 "difference (--fail-on), 2 an unreadable or non-results input");
   cmp->add_option("A", cmp_a, "results.json (or its report directory) of the first run")->required();
   cmp->add_option("B", cmp_b, "results.json (or its report directory) of the second run")->required();
-  cmp->add_option("--max-only", cmp_max_only, "cases listed per only-in-one-run section (0: all)")->capture_default_str();
+  cmp->add_option("--filter", co.filter, "compare only the cases this matches (the filter language of run)");
+  cmp->add_option("--fail-on", cmp_fail_on,
+                  "exit 1 on: regressions (good in A, FAIL/CRASH/XPASS in B; slower cases with "
+                  "--kernel-us-threshold), changes (also any verdict or reason change), any (also cases of one run "
+                  "only or interrupted)")
+      ->check(CLI::IsMember({"regressions", "changes", "any"}))
+      ->capture_default_str();
+  cmp->add_option("--kernel-us-threshold", co.kernel_us_threshold,
+                  "a case passing in both whose kernel_us B/A exceeds this ratio (e.g. 1.2) is slower: a regression")
+      ->check(CLI::PositiveNumber);
+  cmp->add_option("--max-only", co.max_only, "cases listed per only-in-one-run or interrupted section (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -228,9 +241,17 @@ int cli_main(int argc, char** argv) {
   // compare, bench, info and list: no report set. Returns their exit code, or nothing for `run`.
   auto prepare = [&]() -> std::optional<int> {
     if (*cmp) {
-      const auto c = compare::compare(compare::load(cmp_a), compare::load(cmp_b));
-      fmt::print("{}", compare::format(c, cmp_a, cmp_b, cmp_max_only));
-      return c.changes.empty() ? kExitPass : kExitFail;
+      try {
+        co.fail_on = compare::parse_fail_on(cmp_fail_on);
+        const auto c = compare::compare(compare::load(cmp_a), compare::load(cmp_b), co);
+        fmt::print("{}", compare::format(c, cmp_a, cmp_b, co));
+        return compare::exit_code(c, co);
+      } catch (const FilterError& e) {
+        fmt::print(stderr, "kvharness compare: --filter: {}\n", e.what());
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "kvharness compare: {}\n", e.what());
+      }
+      return compare::kExitInputError;
     }
     if (*run) return std::nullopt;
     const Registry reg = make_registry(o);
