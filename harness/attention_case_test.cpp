@@ -49,7 +49,12 @@ TEST(DecodeCase, ThePullRequestExperimentInMiniature) {
     const bool large = batch == 8;
     CaseResult before = run_decode_case(variant(base, "fixture_shuffle_contiguous", "", "aiter-v0.1.10.post3"), reg, opt);
     EXPECT_EQ(before.v.status, Status::Fail) << before.v.detail;
-    EXPECT_EQ(before.v.reason, large ? "misroute" : "mismatch");
+    // Issue 7, defect 10: the writer is judged first, and a misroute does not hide its corruption.
+    EXPECT_EQ(before.v.component, "writer") << before.v.detail;
+    EXPECT_EQ(before.v.reason, "mismatch") << before.v.detail;  // interleaved: its K lands in other blocks' V pages
+    ASSERT_EQ(before.v.causes.size(), large ? 2u : 1u) << before.v.detail;
+    if (large) EXPECT_EQ(before.v.causes[1].component, "router");
+    if (large) EXPECT_EQ(before.v.causes[1].reason, "misroute");
     CaseResult after = run_decode_case(variant(base, "reshape_and_cache_shuffle", "", "aiter-v0.1.10.post3"), reg, opt);
     EXPECT_EQ(after.v.status, large ? Status::Fail : Status::Pass) << after.v.detail;
     EXPECT_EQ(after.routed_to, large ? "pa_fwd_asm" : "paged_attention_rocm");

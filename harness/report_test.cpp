@@ -17,9 +17,7 @@ RunReport sample() {
   a.repro = "kvharness run x.toml --filter 'id=...'";
   CaseResult b = a;
   b.c.writer = "fixture_shuffle_contiguous";
-  b.v.status = Status::Fail;
-  b.v.reason = "mismatch";
-  b.v.detail = "3 mismatched <elements>";
+  add_cause(b.v, component::kWriter, reason::kMismatch, "3 mismatched <elements>");
   b.v.max_abs_err = 2.5;
   r.results = {a, b};
   return r;
@@ -44,7 +42,7 @@ TEST(Report, ResultsJsonFollowsTheContract) {
 TEST(Report, SummaryHasTheMatrixAndEveryFailureWithItsRepro) {
   const std::string md = summary_markdown(sample());
   EXPECT_NE(md.find("| variant | interleaved |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| fixture_shuffle_contiguous | **FAIL** 1/1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fixture_shuffle_contiguous | **FAIL** mismatch |"), std::string::npos) << md;
   EXPECT_NE(md.find("| reshape_and_cache_shuffle | PASS |"), std::string::npos) << md;
   EXPECT_NE(md.find("reproduce: `kvharness run x.toml"), std::string::npos) << md;
 }
@@ -58,12 +56,70 @@ TEST(Report, JunitEscapesAndCountsFailures) {
 TEST(Report, ExpectedFailuresOfFixturesAreNotJunitFailures) {
   RunReport r = sample();
   r.results[1].fixture = true;
+  r.results[1].expected = true;
+  r.results[1].v.causes[0].expected_by = "regression fixture fixture_shuffle_contiguous (writer)";
   const std::string x = junit_xml(r);
   EXPECT_NE(x.find("failures=\"0\""), std::string::npos) << x;
-  EXPECT_NE(x.find("expected FAIL of a regression fixture"), std::string::npos) << x;
+  EXPECT_NE(x.find("expected FAIL (mismatch): regression fixture"), std::string::npos) << x;
   const std::string md = summary_markdown(r);
   EXPECT_NE(md.find("**0 unexpected failure(s)**; 1 expected"), std::string::npos) << md;
-  EXPECT_EQ(nlohmann::json::parse(results_json(r))["cases"][1]["fixture"], true);
+  EXPECT_NE(md.find("| fixture_shuffle_contiguous | xfail mismatch |"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["cases"][1]["fixture"], true);
+  EXPECT_EQ(j["cases"][1]["expected_failure"], true);
+  EXPECT_EQ(j["cases"][1]["causes"][0]["component"], "writer");
+}
+
+// Issue 7, defect 8: cells tell an unexpected FAIL from an expected one and CRASH from FAIL; unexpected first.
+TEST(Report, CellsShowTheClassAndUnexpectedFailuresComeFirst) {
+  RunReport r = sample();
+  CaseResult crash = r.results[0];
+  crash.c.writer = "reshape_and_cache";
+  add_cause(crash.v, component::kWriter, reason::kCrash, "signal 11", true);
+  CaseResult xfail = r.results[1];
+  xfail.c.layout = Scheme::Padded;
+  xfail.expected = true;
+  CaseResult unsup = r.results[0];
+  unsup.c.layout = Scheme::Padded;
+  unsup.v.status = Status::Unsupported;
+  r.results.push_back(crash);
+  r.results.push_back(xfail);
+  r.results.push_back(unsup);
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("| reshape_and_cache | **CRASH** crash |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fixture_shuffle_contiguous | **FAIL** mismatch | xfail mismatch |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| reshape_and_cache_shuffle | PASS | n/a |"), std::string::npos) << md;
+  const size_t unexpected = md.find("## Unexpected failures"), matrices = md.find("## Matrices"),
+               expected = md.find("## Expected failures");
+  ASSERT_NE(unexpected, std::string::npos);
+  EXPECT_LT(unexpected, matrices);
+  EXPECT_LT(matrices, expected);
+  EXPECT_NE(md.find("### reshape_and_cache — interleaved — CRASH crash (1 case)"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["counts"]["unexpected_failures"], 2);
+  EXPECT_EQ(j["counts"]["expected_failures"], 1);
+  EXPECT_EQ(j["counts"]["crash"], 1);
+}
+
+// Issue 7, defect 4: an interrupted run's junit.xml carries an error, so a CI that reads only junit fails.
+TEST(Report, AnIncompleteRunIsAJunitError) {
+  RunReport r = sample();
+  r.results.resize(1);
+  r.complete = false;
+  r.stopped_because = "interrupted by signal 2";
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("errors=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error type=\"incomplete\" message=\"interrupted by signal 2\""), std::string::npos) << x;
+  r.complete = true;
+  EXPECT_NE(junit_xml(r).find("errors=\"0\""), std::string::npos);
+}
+
+// junit class names: no dots from model names (CI tools split packages at dots).
+TEST(Report, JunitClassNamesHaveNoDotsFromModelNames) {
+  RunReport r = sample();
+  r.results[0].c.model = "Qwen3.5-397B-A17B";
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("classname=\"kvharness.write.Qwen3_5-397B-A17B\""), std::string::npos) << x;
 }
 
 }  // namespace

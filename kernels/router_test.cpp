@@ -49,7 +49,7 @@ TEST(Router, PlantedGreaterOrEqualDiffersExactlyAtTheThreshold) {
 TEST(Router, ReasonNamesTheRuleAndTheNumbers) {
   const RouteDecision d = route(kNew, step(256, 8, 128, 256));
   EXPECT_EQ(d.reader, kAsmReader);
-  EXPECT_EQ(d.policy, kNew);
+  EXPECT_EQ(d.policy, "aiter-b4885d2");  // the canonical name of the alias asked for
   EXPECT_EQ(d.reason, "num_seqs*num_heads = 2048 > 2*CUs = 512 -> pa_fwd_asm");
   EXPECT_EQ(route(kNew, step(4, 8, 128, 256)).reason, "num_seqs*num_heads = 32 <= 2*CUs = 512 -> paged_attention_rocm");
   EXPECT_EQ(route(kNew, step(512, 4, 256, 256)).reason,
