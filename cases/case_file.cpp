@@ -107,6 +107,52 @@ std::vector<std::string> scheme_names() {
   return out;
 }
 
+// One [[expected_failure]] or [[known_failure]] table (cases/expectation.h).
+// `scoped`: inside a table or variant, which names the cases; `filter` only narrows them.
+ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std::string& table, bool scoped = false) {
+  only_keys(c, t, table, scoped ? std::set<std::string>{"filter", "component", "reasons", "why"}
+                                : std::set<std::string>{"filter", "ids", "component", "reasons", "why"});
+  ExpectedFailure e;
+  e.source = fmt::format("{}:{}", c.file, t.source().begin.line);
+  e.filter = string_field(c, t, "filter", "");
+  if (!scoped) e.ids = strings(c, t, "ids", false);
+  if (!scoped && e.filter.empty() && e.ids.empty())
+    c.fail(t, "filter", "a declaration needs a 'filter' or 'ids' naming its cases");
+  if (!e.filter.empty()) {
+    try {
+      Filter f(e.filter);
+    } catch (const FilterError& err) {
+      c.fail(*t.get("filter"), "filter", err.what());
+    }
+  }
+  e.component = string_field(c, t, "component", "");
+  const auto& comps = expectable_components();
+  if (!e.component.empty() && std::find(comps.begin(), comps.end(), e.component) == comps.end())
+    c.fail(*t.get("component"), "component",
+           fmt::format("unknown component '{}'; expected one of {} (a harness failure is never expected)", e.component,
+                       fmt::join(comps, ", ")));
+  e.reasons = strings(c, t, "reasons", false, expectable_reasons());
+  e.why = string_field(c, t, "why", "");
+  if (e.why.empty()) c.fail(t, "why", "missing; say which bug makes these cases fail");
+  return e;
+}
+
+// The declarations under key `key` of `t` (an array of tables). `scope`: the
+// table and variant they are scoped to, or null for top-level ones.
+std::vector<ExpectedFailure> expectations_of(const Ctx& c, const toml::table& t, const std::string& key,
+                                             const std::pair<std::string, std::string>* scope = nullptr) {
+  std::vector<ExpectedFailure> out;
+  if (const toml::node* n = t.get(key)) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables()) c.fail(*n, key, "expected an array of tables ([[" + key + "]] or [{...}])");
+    for (const auto& e : *arr) {
+      out.push_back(parse_expectation(c, *e.as_table(), key, scope != nullptr));
+      if (scope) out.back().scope_source = scope->first, out.back().scope_variant = scope->second;
+    }
+  }
+  return out;
+}
+
 // The axes every table has: models at tp, head sizes, layouts, block sizes,
 // dtypes, seeds. Calls emit(base) for each combination, outermost first.
 struct CommonAxes {
@@ -170,10 +216,12 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
 }
 
 void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models,
-                  const std::vector<int64_t>& seeds, std::vector<Case>& out) {
+                  const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   only_keys(c, t, "write",
             {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
-             "padded_page_bytes"});
+             "padded_page_bytes", "expected_failure"});
+  const std::pair<std::string, std::string> scope{fmt::format("{}:{}", c.file, t.source().begin.line), ""};
+  for (auto& e : expectations_of(c, t, "expected_failure", &scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
   const auto num_tokens = integers(c, t, "num_tokens", true, 1, 1 << 22);
   const auto writers = strings(c, t, "writers", true);
@@ -193,6 +241,7 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
 // One row of an [[attention]] or [[pipeline]] table: which kernels run.
 struct Variant {
   std::string name, writer, reader, router;
+  const toml::table* table = nullptr;  // its [[*.variants]] table, for scoped expected failures
 };
 
 std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind kind) {
@@ -204,9 +253,11 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
       c.fail(*n, "variants", "expected [[" + table + ".variants]] tables");
     for (const auto& e : *arr) {
       const toml::table& v = *e.as_table();
-      only_keys(c, v, table + ".variants", {"name", "writer", "reader", "router"});
+      only_keys(c, v, table + ".variants", {"name", "writer", "reader", "router", "expected_failure"});
       Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
-                string_field(c, v, "router", "")};
+                string_field(c, v, "router", ""), &v};
+      if (v.get("expected_failure") && x.name.empty())
+        c.fail(v, "expected_failure", "a variant with expected failures needs a 'name' (it scopes them)");
       if (x.reader.empty() == x.router.empty())
         c.fail(v, "reader", "a variant names exactly one of 'reader' or 'router'");
       if (kind == CaseKind::Pipeline && x.writer.empty()) c.fail(v, "writer", "a pipeline variant needs a writer");
@@ -230,12 +281,15 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
 }
 
 void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,
-                   const std::vector<int64_t>& seeds, std::vector<Case>& out) {
+                   const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   const std::string table = to_string(kind);
   only_keys(c, t, table,
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
-             "context_lens_lists"});
+             "context_lens_lists", "expected_failure"});
+  const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
+  const std::pair<std::string, std::string> table_scope{where, ""};
+  for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
   // The large layout sizes a cache by its write tokens; decode caches are sized by their sequences.
   if (std::find(axes.layouts.begin(), axes.layouts.end(), "large") != axes.layouts.end())
@@ -271,6 +325,11 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const int hp = int(integer(c, t, "high_precision", 1, 0));
   if (hp > 2) c.fail(*t.get("high_precision"), "high_precision", "expected 0, 1 or 2");
   const auto variants = variants_of(c, t, kind);
+  for (const auto& v : variants) {
+    if (!v.table) continue;
+    const std::pair<std::string, std::string> scope{where, v.name};
+    for (auto& e : expectations_of(c, *v.table, "expected_failure", &scope)) expected.push_back(std::move(e));
+  }
   for_each_base(c, t, kind, axes, models, [&](const Case& base) {
     for (const auto& v : variants)
       for (const auto& lens : lists)
@@ -290,43 +349,6 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
           out.push_back(std::move(k));
         }
   });
-}
-
-// One [[expected_failure]] or [[known_failure]] table (cases/expectation.h).
-ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std::string& table) {
-  only_keys(c, t, table, {"filter", "ids", "component", "reasons", "why"});
-  ExpectedFailure e;
-  e.source = fmt::format("{}:{}", c.file, t.source().begin.line);
-  e.filter = string_field(c, t, "filter", "");
-  e.ids = strings(c, t, "ids", false);
-  if (e.filter.empty() && e.ids.empty()) c.fail(t, "filter", "a declaration needs a 'filter' or 'ids' naming its cases");
-  if (!e.filter.empty()) {
-    try {
-      Filter f(e.filter);
-    } catch (const FilterError& err) {
-      c.fail(*t.get("filter"), "filter", err.what());
-    }
-  }
-  e.component = string_field(c, t, "component", "");
-  const auto& comps = expectable_components();
-  if (!e.component.empty() && std::find(comps.begin(), comps.end(), e.component) == comps.end())
-    c.fail(*t.get("component"), "component",
-           fmt::format("unknown component '{}'; expected one of {} (a harness failure is never expected)", e.component,
-                       fmt::join(comps, ", ")));
-  e.reasons = strings(c, t, "reasons", false, expectable_reasons());
-  e.why = string_field(c, t, "why", "");
-  if (e.why.empty()) c.fail(t, "why", "missing; say which bug makes these cases fail");
-  return e;
-}
-
-std::vector<ExpectedFailure> expectations_of(const Ctx& c, const toml::table& root, const std::string& table) {
-  std::vector<ExpectedFailure> out;
-  if (const toml::node* n = root.get(table)) {
-    const toml::array* arr = n->as_array();
-    if (!arr || !arr->is_array_of_tables()) c.fail(*n, table, "expected [[" + table + "]] tables");
-    for (const auto& e : *arr) out.push_back(parse_expectation(c, *e.as_table(), table));
-  }
-  return out;
 }
 
 toml::table parse_toml(const std::string& text, const std::string& name) {
@@ -392,10 +414,11 @@ CaseFile parse_case_file_text(const std::string& text, const std::string& name) 
     }
   }
   std::vector<Case> cases;
+  std::vector<ExpectedFailure> expected;
   if (const toml::node* n = root.get("write")) {
     const toml::array* arr = n->as_array();
     if (!arr || !arr->is_array_of_tables()) c.fail(*n, "write", "expected [[write]] tables");
-    for (const auto& e : *arr) expand_write(c, *e.as_table(), models, seeds, cases);
+    for (const auto& e : *arr) expand_write(c, *e.as_table(), models, seeds, cases, expected);
   }
   for (CaseKind kind : {CaseKind::Attention, CaseKind::Pipeline}) {
     const toml::node* n = root.get(to_string(kind));
@@ -403,9 +426,10 @@ CaseFile parse_case_file_text(const std::string& text, const std::string& name) 
     const toml::array* arr = n->as_array();
     if (!arr || !arr->is_array_of_tables())
       c.fail(*n, to_string(kind), fmt::format("expected [[{}]] tables", to_string(kind)));
-    for (const auto& e : *arr) expand_decode(c, *e.as_table(), kind, models, seeds, cases);
+    for (const auto& e : *arr) expand_decode(c, *e.as_table(), kind, models, seeds, cases, expected);
   }
-  return CaseFile{std::move(cases), expectations_of(c, root, "expected_failure")};
+  for (auto& e : expectations_of(c, root, "expected_failure")) expected.push_back(std::move(e));
+  return CaseFile{std::move(cases), std::move(expected)};
 }
 
 CaseFile load_case_file_full(const std::string& path) {

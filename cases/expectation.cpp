@@ -16,10 +16,14 @@ const std::vector<std::string>& expectable_components() {
 }
 
 bool ExpectedFailure::covers(const Case& c) const {
+  auto filter_matches = [&] {
+    if (compiled_.empty()) compiled_.emplace_back(filter);
+    return compiled_.front().matches(c);
+  };
+  if (!scope_source.empty())
+    return c.source == scope_source && c.variant_name == scope_variant && (filter.empty() || filter_matches());
   if (std::find(ids.begin(), ids.end(), c.id()) != ids.end()) return true;
-  if (filter.empty()) return false;
-  if (compiled_.empty()) compiled_.emplace_back(filter);
-  return compiled_.front().matches(c);
+  return !filter.empty() && filter_matches();
 }
 
 bool ExpectedFailure::allows(const std::string& comp, const std::string& reason, bool crash) const {

@@ -7,6 +7,11 @@
 //   component = "writer"                # writer | reader | router; omitted: any kernel component
 //   reasons   = ["mismatch", "out_of_view_write"]   # omitted: any FAIL reason (never a CRASH unless listed)
 //   why       = "contiguous block base: the bug of the vLLM PR thread"   # required
+// Scoped declarations sit inside a [[write]]/[[attention]]/[[pipeline]] table
+// or one of its named [[*.variants]] as `expected_failure = [{...}]` (or
+// [[pipeline.variants.expected_failure]]): they cover that table's (variant's)
+// cases, narrowed by an optional `filter`, so that a fixture flipped to the
+// fixed kernel in that row shows up as XPASS.
 // Strict: every case the declaration covers must show a failure it allows,
 // else that case is XPASS and fails the run; failures it does not allow stay
 // unexpected. A harness failure (component "harness") is never expected.
@@ -26,8 +31,11 @@ struct ExpectedFailure {
   std::vector<std::string> reasons;  // reason classes allowed; empty: any FAIL reason
   std::string why;                   // the bug, in words
   std::string source;                // "file:line" of the declaration
+  std::string scope_source;          // scoped: the "file:line" of the table whose cases it covers
+  std::string scope_variant;         // scoped to a variant: its name
 
-  /// True when the declaration covers case c (by filter or by id).
+  /// True when the declaration covers case c: scoped, a case of its table (and
+  /// variant) that its filter (if any) matches; else by filter or by id.
   bool covers(const Case& c) const;
   /// True when a failure of `component` with `reason` (crash: a CRASH) is one it allows.
   bool allows(const std::string& component, const std::string& reason, bool crash) const;

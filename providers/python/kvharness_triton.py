@@ -1,0 +1,494 @@
+"""Triton kernels for kvharness: paged KV-cache writers and split-K decode readers.
+
+GPU only (CUDA or ROCm torch with triton). Every kernel here was written for this
+project; vLLM's and aiter's kernels were read for their semantics only.
+
+Kernels (names as the harness sees them):
+  triton_reshape_and_cache_shuffle   writer, cache_format "shuffle"
+  triton_reshape_and_cache           writer, cache_format "pa_v1"
+  triton_paged_attention_v1          reader, cache_format "pa_v1"
+  triton_paged_attention_shuffle     reader, cache_format "shuffle"
+  triton_fixture_shuffle_contiguous  writer, "shuffle", fixture: KNOWN BAD on purpose
+
+Shapes (outermost first, elements; x = 16 // element_size, 8 for fp16/bf16):
+  key, value     [num_tokens, num_kv_heads, head_size], any strides
+  slot_mapping   [num_tokens] int64, slot = block_id * block_size + offset; negative = skip
+  key_cache      [num_blocks, num_kv_heads, head_size/x, block_size, x]          (both formats)
+  value_cache    pa_v1   [num_blocks, num_kv_heads, head_size, block_size]
+                 shuffle [num_blocks, num_kv_heads, block_size/x, head_size, x]
+  query, out     [num_seqs, num_heads, head_size], any strides
+  block_tables   [num_seqs, max_blocks_per_seq] int32; context_lens [num_seqs] int32
+
+Every address is built from the strides of the views the harness hands over
+(tensor.stride(), in elements) in int64 arithmetic, so blocks-first interleaved
+and padded caches, storage offsets, block ids above 65,535 and element offsets
+above 2^31 are all addressed correctly. Nothing is copied: the kernels write
+into the given key_cache/value_cache/out views in place. Launches go to torch's
+current stream (triton's default), which the bridge sets to the harness's stream.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kvharness import reader, writer
+
+#: Split-K partition (tokens) used when the harness passes partition_size = 0.
+DEFAULT_PARTITION_SIZE = 512
+
+_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+
+
+# --------------------------------------------------------------------------- #
+# Argument checks (raise ValueError naming the argument and what was expected)
+# --------------------------------------------------------------------------- #
+
+
+def _check_dims(name, t, ndim):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name}: expected {ndim} dims, got shape {tuple(t.shape)}")
+
+
+def _check_gpu(tensors):
+    dev = tensors[0][1].device
+    for name, t in tensors:
+        if t.device.type != "cuda":  # ROCm torch reports its GPUs as "cuda" too
+            raise ValueError(f"{name}: Triton kernels need a GPU tensor, got one on {t.device}")
+        if t.device != dev:
+            raise ValueError(f"{name}: on {t.device}, but {tensors[0][0]} is on {dev}")
+
+
+def _check_cache_shapes(cache_format, key_cache, value_cache, num_kv_heads, head_size, block_size):
+    """Checks key_cache/value_cache against the format's shapes; returns (num_blocks, x)."""
+    _check_dims("key_cache", key_cache, 5)
+    num_blocks, _, _, _, x = key_cache.shape
+    if key_cache.dtype not in _SUPPORTED_DTYPES:
+        raise ValueError(f"key_cache: dtype {key_cache.dtype} not supported (float16 or bfloat16)")
+    if value_cache.dtype != key_cache.dtype:
+        raise ValueError(f"value_cache: dtype {value_cache.dtype} differs from key_cache's {key_cache.dtype}")
+    if x != 16 // key_cache.element_size():
+        raise ValueError(f"key_cache: last dim x = {x}, expected 16 / element_size = {16 // key_cache.element_size()}")
+    if head_size % x != 0:
+        raise ValueError(f"head_size {head_size} is not a multiple of x = {x}")
+    want_k = (num_blocks, num_kv_heads, head_size // x, block_size, x)
+    if tuple(key_cache.shape) != want_k:
+        raise ValueError(f"key_cache: shape {tuple(key_cache.shape)}, expected {want_k} "
+                         "[num_blocks, num_kv_heads, head_size/x, block_size, x]")
+    if cache_format == "pa_v1":
+        want_v = (num_blocks, num_kv_heads, head_size, block_size)
+        what = "[num_blocks, num_kv_heads, head_size, block_size]"
+    else:
+        if block_size % x != 0:
+            raise ValueError(f"block_size {block_size} is not a multiple of x = {x} (shuffled V cache)")
+        want_v = (num_blocks, num_kv_heads, block_size // x, head_size, x)
+        what = "[num_blocks, num_kv_heads, block_size/x, head_size, x]"
+    if tuple(value_cache.shape) != want_v:
+        raise ValueError(f"value_cache: shape {tuple(value_cache.shape)}, expected {want_v} {what} ({cache_format})")
+    return num_blocks, x
+
+
+def _strides5(t):
+    """The tensor's 5 strides (elements); a 4-dim pa_v1 V cache gets a trailing 0."""
+    s = list(t.stride())
+    return s + [0] * (5 - len(s))
+
+
+# --------------------------------------------------------------------------- #
+# Writers
+# --------------------------------------------------------------------------- #
+
+
+@triton.jit
+def _reshape_and_cache_kernel(
+    key_ptr, value_ptr, key_cache_ptr, value_cache_ptr, slot_mapping_ptr,
+    k_s0, k_s1, k_s2,
+    v_s0, v_s1, v_s2,
+    kc_s0, kc_s1, kc_s2, kc_s3, kc_s4,
+    vc_s0, vc_s1, vc_s2, vc_s3, vc_s4,
+    sm_s0,
+    block_size, num_kv_heads,
+    HEAD_SIZE: tl.constexpr, D_PAD: tl.constexpr, X: tl.constexpr, BLOCK_H: tl.constexpr,
+    V_SHUFFLE: tl.constexpr, CONTIGUOUS_BLOCK_BASE: tl.constexpr,
+):
+    """One program per (token, group of BLOCK_H kv heads): copies key[token, h, :]
+    and value[token, h, :] into the slot's place in both caches.
+
+    V_SHUFFLE: V cache [nb, H, bs/X, D, X] (else pa_v1 [nb, H, D, bs]).
+    CONTIGUOUS_BLOCK_BASE: the known-bad fixture's addressing (every cache offset
+    computed as for a contiguous cache from the view's data pointer).
+    """
+    token = tl.program_id(0).to(tl.int64)
+    slot = tl.load(slot_mapping_ptr + token * sm_s0).to(tl.int64)
+    if slot < 0:  # padding token
+        return
+    block = slot // block_size
+    off = slot % block_size
+
+    h = tl.program_id(1).to(tl.int64) * BLOCK_H + tl.arange(0, BLOCK_H).to(tl.int64)
+    d = tl.arange(0, D_PAD).to(tl.int64)
+    mask = (h < num_kv_heads)[:, None] & (d < HEAD_SIZE)[None, :]
+    hh = h[:, None]
+    dd = d[None, :]
+
+    k = tl.load(key_ptr + token * k_s0 + hh * k_s1 + dd * k_s2, mask=mask)
+    v = tl.load(value_ptr + token * v_s0 + hh * v_s1 + dd * v_s2, mask=mask)
+
+    if CONTIGUOUS_BLOCK_BASE:
+        # THE BUG (kept on purpose): block base block * num_kv_heads * head_size * block_size
+        # from the view's data pointer, inner offsets as if contiguous; ignores the views' strides.
+        page = block * num_kv_heads * HEAD_SIZE * block_size
+        head_base = page + hh * (HEAD_SIZE * block_size)
+        k_off = head_base + (dd // X) * (block_size * X) + off * X + dd % X
+        v_off = head_base + (off // X) * (HEAD_SIZE * X) + dd * X + off % X
+    else:
+        k_off = block * kc_s0 + hh * kc_s1 + (dd // X) * kc_s2 + off * kc_s3 + (dd % X) * kc_s4
+        if V_SHUFFLE:
+            v_off = block * vc_s0 + hh * vc_s1 + (off // X) * vc_s2 + dd * vc_s3 + (off % X) * vc_s4
+        else:
+            v_off = block * vc_s0 + hh * vc_s1 + dd * vc_s2 + off * vc_s3
+    tl.store(key_cache_ptr + k_off, k, mask=mask)
+    tl.store(value_cache_ptr + v_off, v, mask=mask)
+
+
+def _launch_writer(cache_format, key, value, key_cache, value_cache, slot_mapping, block_size,
+                   contiguous_block_base=False):
+    for name, t in (("key", key), ("value", value)):
+        _check_dims(name, t, 3)
+    _check_dims("slot_mapping", slot_mapping, 1)
+    _check_dims("value_cache", value_cache, 4 if cache_format == "pa_v1" else 5)
+    num_tokens, num_kv_heads, head_size = key.shape
+    if tuple(value.shape) != tuple(key.shape):
+        raise ValueError(f"value: shape {tuple(value.shape)} differs from key's {tuple(key.shape)}")
+    if slot_mapping.shape[0] != num_tokens:
+        raise ValueError(f"slot_mapping: {slot_mapping.shape[0]} entries, expected num_tokens = {num_tokens}")
+    if slot_mapping.dtype != torch.int64:
+        raise ValueError(f"slot_mapping: dtype {slot_mapping.dtype}, expected torch.int64")
+    block_size = int(block_size)
+    if block_size <= 0:
+        raise ValueError(f"block_size: {block_size}, expected > 0")
+    _, x = _check_cache_shapes(cache_format, key_cache, value_cache, num_kv_heads, head_size, block_size)
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != key_cache.dtype:
+            raise ValueError(f"{name}: dtype {t.dtype} differs from key_cache's {key_cache.dtype}")
+    _check_gpu([("key_cache", key_cache), ("value_cache", value_cache), ("key", key), ("value", value),
+                ("slot_mapping", slot_mapping)])
+    if num_tokens == 0:
+        return
+
+    d_pad = triton.next_power_of_2(head_size)
+    block_h = min(triton.next_power_of_2(num_kv_heads), max(1, 2048 // d_pad))
+    grid = (num_tokens, triton.cdiv(num_kv_heads, block_h))
+    with torch.cuda.device(key_cache.device):
+        _reshape_and_cache_kernel[grid](
+            key, value, key_cache, value_cache, slot_mapping,
+            *key.stride(), *value.stride(), *_strides5(key_cache), *_strides5(value_cache),
+            slot_mapping.stride(0), block_size, num_kv_heads,
+            HEAD_SIZE=head_size, D_PAD=d_pad, X=x, BLOCK_H=block_h,
+            V_SHUFFLE=cache_format == "shuffle", CONTIGUOUS_BLOCK_BASE=contiguous_block_base,
+            num_warps=4 if block_h * d_pad >= 1024 else 2,
+        )
+
+
+@writer("triton_reshape_and_cache_shuffle", cache_format="shuffle",
+        description="Triton shuffle-layout cache writer (x-split K, V [nb, H, bs/x, D, x]); stride-aware, int64 offsets",
+        dtypes=("fp16", "bf16"))
+def triton_reshape_and_cache_shuffle(key, value, key_cache, value_cache, slot_mapping, block_size):
+    """Writes key/value [num_tokens, num_kv_heads, head_size] into the shuffle caches at slot_mapping."""
+    _launch_writer("shuffle", key, value, key_cache, value_cache, slot_mapping, block_size)
+
+
+@writer("triton_reshape_and_cache", cache_format="pa_v1",
+        description="Triton pa_v1 cache writer (x-split K, V [nb, H, D, bs]); stride-aware, int64 offsets",
+        dtypes=("fp16", "bf16"))
+def triton_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, block_size):
+    """Writes key/value [num_tokens, num_kv_heads, head_size] into the pa_v1 caches at slot_mapping."""
+    _launch_writer("pa_v1", key, value, key_cache, value_cache, slot_mapping, block_size)
+
+
+@writer("triton_fixture_shuffle_contiguous", cache_format="shuffle", fixture=True,
+        description="KNOWN BAD: shuffle writer with the contiguous block base block_id*num_kv_heads*head_size*"
+                    "block_size from each view's data pointer (the public PR thread's bug); right on separate "
+                    "and kv_first caches, wrong on interleaved and padded ones",
+        dtypes=("fp16", "bf16"))
+def triton_fixture_shuffle_contiguous(key, value, key_cache, value_cache, slot_mapping, block_size):
+    """Regression fixture: the shuffle writer addressing each cache as if it were contiguous."""
+    _launch_writer("shuffle", key, value, key_cache, value_cache, slot_mapping, block_size,
+                   contiguous_block_base=True)
+
+
+# --------------------------------------------------------------------------- #
+# Readers: split-K paged decode attention
+# --------------------------------------------------------------------------- #
+#
+# Pass 1, grid (num_seqs, num_kv_heads * head_chunks, max_partitions): program
+#   (s, kv * head_chunks + c, p) runs an online softmax over tokens
+#   [p*P, min((p+1)*P, ctx)) of sequence s for GROUP_BLOCK (16) query heads of kv
+#   head kv's GQA group (query head h reads kv head h // (num_heads // num_kv_heads)),
+#   so each K/V tile is loaded once for all of them. It walks the cache blocks
+#   the partition overlaps, BLOCKS_PER_ITER blocks per iteration (unrolled, so
+#   their loads are in flight together); one block's id is a scalar, so the
+#   compiler sees the contiguous runs inside the block and vectorises the loads.
+#   Per block, TILE_T = max(16, next_pow2(block_size)) token rows (rows past block_size masked):
+#     logits [heads, tokens] = q . K^T   tl.dot on the 16-bit inputs, float32 accumulation
+#                                        (the products are exact in float32)
+#     out   += p . V                     tl.dot in float32 ("ieee": no TF32 rounding of p)
+#   It stores each head's partition max logit m_p, exp-sum l_p = sum exp(s_t - m_p)
+#   and unnormalised o_p = sum exp(s_t - m_p) v_t to the workspace. Empty
+#   partitions store nothing.
+# Pass 2, grid (num_seqs, num_heads): out = v_scale * sum_p e^(m_p-M) o_p / sum_p e^(m_p-M) l_p,
+#   M the running max, rescaled as each partition comes in.
+# Workspace (float32), index i = (s*num_heads + h)*max_partitions + p:
+#   max_logits [i], exp_sums [i] (each region padded to 256 bytes), partial_out [i, head_size].
+#
+# The strides of dims 3 and 4 of both caches are compile-time constants (KC_S3,
+# KC_S4, VC_S3, VC_S4 = the views' values, 0 for the 4-dim pa_v1 V cache's
+# missing dim 4; a recompile per distinct value), so that contiguity inside a
+# block is visible to the compiler; all other strides are runtime int64 math.
+
+#: Query heads per program of pass 1 (tl.dot needs at least 16 rows).
+_GROUP_BLOCK = 16
+#: Launch options of pass 1 (performance only; every choice computes the same float32 math).
+#: H200, 64 seqs x 4096 tokens, 32/8 heads, head_size 128: 8 warps / 2 stages 2.9 ms,
+#: 4 warps / 1 stage 3.4 ms (triton.testing.do_bench, both passes).
+_PARTITION_LAUNCH = dict(num_warps=8, num_stages=2)
+
+
+@triton.jit
+def _paged_attention_partition_kernel(
+    q_ptr, key_cache_ptr, value_cache_ptr, block_tables_ptr, context_lens_ptr,
+    max_logits_ws, exp_sums_ws, partial_out_ws,
+    q_s0, q_s1, q_s2,
+    kc_s0, kc_s1, kc_s2,
+    vc_s0, vc_s1, vc_s2,
+    bt_s0, bt_s1, cl_s0,
+    num_heads, queries_per_kv, head_chunks, max_partitions, partition_size, max_tokens, qk_scale,
+    KC_S3: tl.constexpr, KC_S4: tl.constexpr, VC_S3: tl.constexpr, VC_S4: tl.constexpr,
+    HEAD_SIZE: tl.constexpr, D_PAD: tl.constexpr, X: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+    TILE_T: tl.constexpr, BLOCKS_PER_ITER: tl.constexpr, GROUP_BLOCK: tl.constexpr, V_SHUFFLE: tl.constexpr,
+):
+    seq = tl.program_id(0).to(tl.int64)
+    kv_head = tl.program_id(1).to(tl.int64) // head_chunks
+    chunk = tl.program_id(1).to(tl.int64) % head_chunks
+    part = tl.program_id(2).to(tl.int64)
+    ctx = tl.minimum(tl.load(context_lens_ptr + seq * cl_s0).to(tl.int64), max_tokens)
+    start = part * partition_size
+    if start >= ctx:
+        return
+    end = tl.minimum(start + partition_size, ctx)
+
+    j = chunk * GROUP_BLOCK + tl.arange(0, GROUP_BLOCK).to(tl.int64)  # index inside the GQA group
+    h_mask = j < queries_per_kv
+    head = kv_head * queries_per_kv + j  # [GROUP_BLOCK] query heads
+    d = tl.arange(0, D_PAD).to(tl.int64)
+    d_mask = d < HEAD_SIZE
+    q = tl.load(q_ptr + seq * q_s0 + head[:, None] * q_s1 + d[None, :] * q_s2,
+                mask=h_mask[:, None] & d_mask[None, :], other=0.0)
+    off = tl.arange(0, TILE_T).to(tl.int64)  # token inside its block
+    # Offsets inside one block: K [token, dim] and V [token, dim] of kv head kv_head.
+    k_in_block = kv_head * kc_s1 + off[:, None] * KC_S3 + ((d // X) * kc_s2 + (d % X) * KC_S4)[None, :]
+    if V_SHUFFLE:
+        v_in_block = kv_head * vc_s1 + ((off // X) * vc_s2 + (off % X) * VC_S4)[:, None] + (d * VC_S3)[None, :]
+    else:
+        v_in_block = kv_head * vc_s1 + (off * VC_S3)[:, None] + (d * vc_s2)[None, :]
+    bt_row = block_tables_ptr + seq * bt_s0
+    first_block = start // BLOCK_SIZE
+    last_block = (end - 1) // BLOCK_SIZE
+
+    m = tl.full([GROUP_BLOCK], float("-inf"), dtype=tl.float32)
+    exp_sum = tl.zeros([GROUP_BLOCK], dtype=tl.float32)
+    acc = tl.zeros([GROUP_BLOCK, D_PAD], dtype=tl.float32)
+    for b0 in range(first_block, last_block + 1, BLOCKS_PER_ITER):
+        for u in tl.static_range(BLOCKS_PER_ITER):
+            b = b0 + u
+            block = tl.load(bt_row + b * bt_s1, mask=b <= last_block, other=0).to(tl.int64)
+            tok = b * BLOCK_SIZE + off
+            t_mask = (off < BLOCK_SIZE) & (tok >= start) & (tok < end)  # blocks past last_block: all False
+            kv_mask = t_mask[:, None] & d_mask[None, :]
+
+            k = tl.load(key_cache_ptr + block * kc_s0 + k_in_block, mask=kv_mask, other=0.0)  # [TILE_T, D_PAD]
+            s = tl.dot(q, tl.trans(k), out_dtype=tl.float32) * qk_scale  # [GROUP_BLOCK, TILE_T]
+            s = tl.where(t_mask[None, :], s, float("-inf"))
+            m_new = tl.maximum(m, tl.max(s, axis=1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a block with no token of this partition
+            alpha = tl.exp(m - m_safe)
+            p = tl.exp(s - m_safe[:, None])
+
+            v = tl.load(value_cache_ptr + block * vc_s0 + v_in_block, mask=kv_mask, other=0.0).to(tl.float32)
+            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+            exp_sum = exp_sum * alpha + tl.sum(p, axis=1)
+            m = m_new
+
+    i = (seq * num_heads + head) * max_partitions + part  # [GROUP_BLOCK]
+    tl.store(max_logits_ws.to(tl.pointer_type(tl.float32)) + i, m, mask=h_mask)
+    tl.store(exp_sums_ws.to(tl.pointer_type(tl.float32)) + i, exp_sum, mask=h_mask)
+    tl.store(partial_out_ws.to(tl.pointer_type(tl.float32)) + i[:, None] * HEAD_SIZE + d[None, :], acc,
+             mask=h_mask[:, None] & d_mask[None, :])
+
+
+@triton.jit
+def _paged_attention_reduce_kernel(
+    out_ptr, context_lens_ptr, max_logits_ws, exp_sums_ws, partial_out_ws,
+    o_s0, o_s1, o_s2, cl_s0,
+    num_heads, max_partitions, partition_size, max_tokens, v_scale,
+    HEAD_SIZE: tl.constexpr, D_PAD: tl.constexpr,
+):
+    seq = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1).to(tl.int64)
+    d = tl.arange(0, D_PAD).to(tl.int64)
+    d_mask = d < HEAD_SIZE
+    out_row = out_ptr + seq * o_s0 + head * o_s1 + d * o_s2
+    ctx = tl.minimum(tl.load(context_lens_ptr + seq * cl_s0).to(tl.int64), max_tokens)
+    if ctx <= 0:  # nothing to attend to (context_lens >= 1 by contract): zeros, never garbage
+        tl.store(out_row, tl.zeros([D_PAD], dtype=tl.float32).to(out_ptr.dtype.element_ty), mask=d_mask)
+        return
+    num_parts = tl.minimum((ctx + partition_size - 1) // partition_size, max_partitions)
+
+    max_logits = max_logits_ws.to(tl.pointer_type(tl.float32))
+    exp_sums = exp_sums_ws.to(tl.pointer_type(tl.float32))
+    partial_out = partial_out_ws.to(tl.pointer_type(tl.float32))
+    base = (seq * num_heads + head) * max_partitions
+    big_m = tl.load(max_logits + base)
+    big_l = tl.load(exp_sums + base)
+    acc = tl.load(partial_out + base * HEAD_SIZE + d, mask=d_mask, other=0.0)
+    for p in range(1, num_parts):
+        m_p = tl.load(max_logits + base + p)
+        l_p = tl.load(exp_sums + base + p)
+        o_p = tl.load(partial_out + (base + p) * HEAD_SIZE + d, mask=d_mask, other=0.0)
+        m_new = tl.maximum(big_m, m_p)
+        c_old = tl.exp(big_m - m_new)
+        c_p = tl.exp(m_p - m_new)
+        big_l = big_l * c_old + l_p * c_p
+        acc = acc * c_old + o_p * c_p
+        big_m = m_new
+    result = acc * (v_scale / big_l)
+    tl.store(out_row, result.to(out_ptr.dtype.element_ty), mask=d_mask)
+
+
+def _align(n, a=256):
+    return (n + a - 1) // a * a
+
+
+def _workspace_layout(num_seqs, num_heads, head_size, max_context_len, partition_size):
+    """(max_partitions, bytes of each stats region, total bytes incl. 16 bytes of alignment slack)."""
+    max_partitions = max(1, triton.cdiv(int(max_context_len), partition_size))
+    n = num_seqs * num_heads * max_partitions
+    stats = _align(4 * n)
+    return max_partitions, stats, 2 * stats + 4 * n * head_size + 16
+
+
+def _partition_size(partition_size):
+    p = int(partition_size) if partition_size else DEFAULT_PARTITION_SIZE
+    if p <= 0:
+        raise ValueError(f"partition_size: {partition_size}, expected > 0 (0 = default {DEFAULT_PARTITION_SIZE})")
+    return p
+
+
+def _workspace_bytes(*, query, max_context_len, partition_size, **_):
+    """Workspace the readers need: see _workspace_layout (float32 split-K partials)."""
+    num_seqs, num_heads, head_size = (int(n) for n in query.shape)
+    return _workspace_layout(num_seqs, num_heads, head_size, max_context_len, _partition_size(partition_size))[2]
+
+
+def _launch_attention(cache_format, out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                      max_context_len, scale, k_scale, v_scale, partition_size, workspace):
+    _check_dims("query", query, 3)
+    _check_dims("out", out, 3)
+    _check_dims("value_cache", value_cache, 4 if cache_format == "pa_v1" else 5)
+    _check_dims("block_tables", block_tables, 2)
+    _check_dims("context_lens", context_lens, 1)
+    num_seqs, num_heads, head_size = query.shape
+    if tuple(out.shape) != tuple(query.shape):
+        raise ValueError(f"out: shape {tuple(out.shape)} differs from query's {tuple(query.shape)}")
+    block_size = int(block_size)
+    if block_size <= 0:
+        raise ValueError(f"block_size: {block_size}, expected > 0")
+    num_kv_heads = key_cache.shape[1] if key_cache.dim() == 5 else -1
+    _check_cache_shapes(cache_format, key_cache, value_cache, num_kv_heads, head_size, block_size)
+    x = key_cache.shape[4]
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"query: num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+    for name, t in (("query", query), ("out", out)):
+        if t.dtype != key_cache.dtype:
+            raise ValueError(f"{name}: dtype {t.dtype} differs from key_cache's {key_cache.dtype}")
+    if block_tables.dtype != torch.int32 or block_tables.shape[0] != num_seqs:
+        raise ValueError(f"block_tables: {block_tables.dtype} {tuple(block_tables.shape)}, expected int32 "
+                         f"[num_seqs = {num_seqs}, max_blocks_per_seq]")
+    if context_lens.dtype != torch.int32 or context_lens.shape[0] != num_seqs:
+        raise ValueError(f"context_lens: {context_lens.dtype} {tuple(context_lens.shape)}, expected int32 "
+                         f"[num_seqs = {num_seqs}]")
+    _check_gpu([("out", out), ("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
+                ("block_tables", block_tables), ("context_lens", context_lens)])
+    if num_seqs == 0:
+        return
+    part_size = _partition_size(partition_size)
+    max_context_len = int(max_context_len)
+    # Never read past block_tables' rows nor past the partitions the workspace holds.
+    max_tokens = max(0, min(max_context_len, block_tables.shape[1] * block_size))
+    max_partitions, stats_bytes, need = _workspace_layout(num_seqs, num_heads, head_size, max_context_len, part_size)
+
+    if workspace is None:
+        workspace = torch.empty(need, dtype=torch.uint8, device=out.device)
+    else:
+        _check_dims("workspace", workspace, 1)
+        _check_gpu([("out", out), ("workspace", workspace)])
+        if workspace.numel() * workspace.element_size() < need:
+            raise ValueError(f"workspace: {workspace.numel() * workspace.element_size()} bytes, "
+                             f"need {need} (workspace_bytes)")
+        workspace = workspace.view(torch.uint8) if workspace.dtype != torch.uint8 else workspace
+        if workspace.stride(0) != 1:
+            raise ValueError(f"workspace: stride {workspace.stride(0)}, expected a dense byte buffer")
+    pad = (-workspace.data_ptr()) % 16  # float32 regions start 16-byte aligned
+    max_logits = workspace[pad:]
+    exp_sums = workspace[pad + stats_bytes:]
+    partial_out = workspace[pad + 2 * stats_bytes:]
+
+    d_pad = max(16, triton.next_power_of_2(head_size))
+    tile_t = max(16, triton.next_power_of_2(block_size))
+    blocks_per_iter = max(1, (64 if d_pad <= 128 else 32) // tile_t)
+    queries_per_kv = num_heads // num_kv_heads
+    head_chunks = triton.cdiv(queries_per_kv, _GROUP_BLOCK)
+    kc_s, vc_s = _strides5(key_cache), _strides5(value_cache)
+    with torch.cuda.device(out.device):
+        _paged_attention_partition_kernel[(num_seqs, num_kv_heads * head_chunks, max_partitions)](
+            query, key_cache, value_cache, block_tables, context_lens, max_logits, exp_sums, partial_out,
+            *query.stride(), *kc_s[:3], *vc_s[:3],
+            block_tables.stride(0), block_tables.stride(1), context_lens.stride(0),
+            num_heads, queries_per_kv, head_chunks, max_partitions, part_size, max_tokens,
+            float(scale) * float(k_scale),
+            KC_S3=kc_s[3], KC_S4=kc_s[4], VC_S3=vc_s[3], VC_S4=vc_s[4],
+            HEAD_SIZE=head_size, D_PAD=d_pad, X=x, BLOCK_SIZE=block_size, TILE_T=tile_t,
+            BLOCKS_PER_ITER=blocks_per_iter, GROUP_BLOCK=_GROUP_BLOCK, V_SHUFFLE=cache_format == "shuffle",
+            **_PARTITION_LAUNCH,
+        )
+        _paged_attention_reduce_kernel[(num_seqs, num_heads)](
+            out, context_lens, max_logits, exp_sums, partial_out,
+            *out.stride(), context_lens.stride(0),
+            num_heads, max_partitions, part_size, max_tokens, float(v_scale),
+            HEAD_SIZE=head_size, D_PAD=d_pad, num_warps=1 if d_pad <= 128 else 2,
+        )
+
+
+@reader("triton_paged_attention_v1", cache_format="pa_v1", head_sizes=None, block_sizes=None,
+        dtypes=("fp16", "bf16"), max_gqa_ratio=0,
+        description="Triton split-K paged decode attention, V in pa_v1 layout; fp32 online softmax, "
+                    f"partition {DEFAULT_PARTITION_SIZE} tokens by default",
+        workspace_bytes=_workspace_bytes)
+def triton_paged_attention_v1(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                              max_context_len, scale, k_scale, v_scale, partition_size, workspace):
+    """Decode attention over pa_v1 caches; writes out [num_seqs, num_heads, head_size] in place."""
+    _launch_attention("pa_v1", out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                      max_context_len, scale, k_scale, v_scale, partition_size, workspace)
+
+
+@reader("triton_paged_attention_shuffle", cache_format="shuffle", head_sizes=None, block_sizes=None,
+        dtypes=("fp16", "bf16"), max_gqa_ratio=0,
+        description="Triton split-K paged decode attention, V in shuffle layout; fp32 online softmax, "
+                    f"partition {DEFAULT_PARTITION_SIZE} tokens by default",
+        workspace_bytes=_workspace_bytes)
+def triton_paged_attention_shuffle(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                                   max_context_len, scale, k_scale, v_scale, partition_size, workspace):
+    """Decode attention over shuffle caches; writes out [num_seqs, num_heads, head_size] in place."""
+    _launch_attention("shuffle", out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                      max_context_len, scale, k_scale, v_scale, partition_size, workspace)

@@ -1,0 +1,563 @@
+"""GPU tests of kvharness_triton: the Triton writers bit-exact against a pure-torch
+reference, the Triton split-K readers against a float64 torch reference, on the
+cache layouts the harness builds (cases/layout.cpp): separate, kv_first,
+blocks-first interleaved, padded pages, a storage offset, and more than 65,535
+blocks with element offsets past 2^31.
+
+Run:  PYTHONPATH=providers/python python3 providers/python/kvharness_triton_test.py [--bench]
+ or:  PYTHONPATH=providers/python python3 -m pytest providers/python/kvharness_triton_test.py
+Needs a CUDA or ROCm build of torch, triton and a GPU; without them it prints
+"SKIPPED: <reason>" and exits 0 (pytest: the module is skipped).
+
+What each test detects:
+  test_writers_all_layouts         a writer that ignores a stride, the storage offset, a negative
+                                   slot, or writes outside its views (whole storage compared bit-exactly,
+                                   old contents random and non-zero, margins and gaps as sentinels)
+  test_fixture_fails_exactly_on_interleaved_and_padded
+                                   the known-bad contiguous-block-base writer is caught where (and only
+                                   where) its assumption breaks: the proof the writer check can fail
+  test_writers_more_than_65535_blocks
+                                   32-bit block ids or element offsets (int32 overflow past 2^31)
+  test_readers                     wrong K/V indexing per format, GQA mapping, masking at partition
+                                   edges (contexts 1, P, P+1), cross-partition rescaling, GQA groups
+                                   of 1, 2, 8 and 32 (16 query heads per program), workspace
+                                   misuse, writes outside `out` (NaN-poisoned out, sentinel border)
+  test_reader_check_rejects_dropped_token
+                                   known-bad for the reader check: the tolerance rejects an output that
+                                   misses the last token of a P+1-token context
+  test_reader_large_block_ids      readers with block ids > 65,535 and offsets past 2^31
+  test_bad_arguments_raise         wrong shapes/dtypes/devices raise ValueError naming the argument
+"""
+
+import math
+import sys
+import time
+import traceback
+
+SKIP_REASON = None
+try:
+    import torch
+except ImportError as e:  # pragma: no cover - depends on the environment
+    torch = None
+    SKIP_REASON = f"torch is not installed ({e})"
+if SKIP_REASON is None:
+    try:
+        import triton  # noqa: F401
+    except ImportError as e:
+        SKIP_REASON = f"triton is not installed ({e})"
+if SKIP_REASON is None and not torch.cuda.is_available():
+    SKIP_REASON = f"torch {torch.__version__} sees no CUDA/ROCm GPU (torch.cuda.is_available() is False)"
+kt = None
+if SKIP_REASON is None:
+    import kvharness_triton as kt
+if SKIP_REASON is not None and "pytest" in sys.modules:
+    import pytest
+
+    pytest.skip(f"kvharness_triton tests need a GPU: {SKIP_REASON}", allow_module_level=True)
+
+DEVICE = "cuda"
+#: Sentinel elements before and after every cache storage.
+MARGIN = 512
+#: Reader tolerances |got - ref| <= atol + rtol * |ref| (harness/tolerance.h).
+TOLERANCE = {"fp16": (1e-3, 5e-3), "bf16": (8e-3, 1.6e-2)}
+SCHEMES = ("separate", "kv_first", "interleaved", "padded", "offset")
+
+
+def _dtype(name):
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def _sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _bits(t):
+    """The tensor's raw bits (int16 for 16-bit types), so NaNs compare equal to themselves."""
+    return t.view(torch.int16)
+
+
+# --------------------------------------------------------------------------- #
+# Cache layouts, built as the harness builds them (cases/layout.cpp)
+# --------------------------------------------------------------------------- #
+
+
+class Caches:
+    """K and V views of one storage tensor of MARGIN + storage_elems + MARGIN elements."""
+
+    def __init__(self, fmt, scheme, num_blocks, block_size, num_kv_heads, head_size, dtype, fill):
+        elem = torch.empty((), dtype=dtype).element_size()
+        x = 16 // elem
+        page = block_size * num_kv_heads * head_size
+        nb = num_blocks
+        self.fmt, self.scheme, self.x, self.page = fmt, scheme, x, page
+        self.block_size, self.num_kv_heads, self.head_size = block_size, num_kv_heads, head_size
+        k_shape = (nb, num_kv_heads, head_size // x, block_size, x)
+        if fmt == "pa_v1":
+            v_shape = (nb, num_kv_heads, head_size, block_size)
+        else:
+            v_shape = (nb, num_kv_heads, block_size // x, head_size, x)
+        k_off = 0
+        if scheme == "separate":
+            block_stride, v_off, total = page, nb * page + 64, 2 * nb * page + 64
+        elif scheme == "kv_first":
+            block_stride, v_off, total = page, nb * page, 2 * nb * page
+        elif scheme == "offset":
+            k_off = 37 * x  # 16-byte aligned, not page aligned
+            block_stride, v_off, total = page, k_off + nb * page, k_off + 2 * nb * page
+        elif scheme in ("interleaved", "large"):
+            block_stride, v_off, total = 2 * page, page, nb * 2 * page
+        elif scheme == "padded":
+            padded = 2 * page + max(64, page // 4)
+            block_stride, v_off, total = padded, page, nb * padded
+        else:
+            raise ValueError(f"unknown scheme {scheme!r}")
+        self.block_stride = block_stride
+        self.storage = torch.empty(MARGIN + total + MARGIN, dtype=dtype, device=DEVICE)
+        if fill == "random":
+            self.storage.uniform_(0.5, 1.5)  # non-zero old contents: a writer writing zeros is seen
+        else:
+            self.storage.fill_(float("nan"))  # readers: anything read that was not written poisons out
+        self.k_geom = (k_shape, self._strides(k_shape, block_stride), MARGIN + k_off)
+        self.v_geom = (v_shape, self._strides(v_shape, block_stride), MARGIN + v_off)
+        self.key_cache, self.value_cache = self.views(self.storage)
+
+    @staticmethod
+    def _strides(shape, block_stride):
+        s, acc = [0] * len(shape), 1
+        for i in range(len(shape) - 1, -1, -1):
+            s[i] = acc
+            acc *= shape[i]
+        s[0] = block_stride
+        return tuple(s)
+
+    def views(self, storage):
+        """(key_cache, value_cache) views of `storage` (the real storage or a clone of it)."""
+        return storage.as_strided(*self.k_geom), storage.as_strided(*self.v_geom)
+
+    def value_view_end(self):
+        """One past the largest element offset of the V view, relative to its first element."""
+        shape, stride, _ = self.v_geom
+        return 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+
+    def describe_mismatch(self, got, want):
+        """'N elements differ: K i, V j, outside both views k (first at storage element e)'."""
+        diff = _bits(got) != _bits(want)
+        n = int(diff.sum())
+        if n == 0:
+            return "identical"
+        first = int(diff.nonzero()[0, 0])
+        in_view = torch.zeros(diff.shape, dtype=torch.bool, device=diff.device)
+        idx = torch.arange(diff.numel(), device=diff.device)
+        counts = []
+        for name, geom in (("K", self.k_geom), ("V", self.v_geom)):
+            mark = idx.as_strided(*geom).reshape(-1)
+            counts.append(f"{name} {int(diff[mark].sum())}")
+            in_view[mark] = True
+        counts.append(f"outside both views {int((diff & ~in_view).sum())}")
+        return f"{n} elements differ: {', '.join(counts)} (first at storage element {first})"
+
+
+def ref_write(fmt, key, value, key_cache, value_cache, slot_mapping, block_size):
+    """The reference writer (vLLM reshape_and_cache semantics) in torch indexing on the views.
+
+    key, value [num_tokens, num_kv_heads, head_size]; slot_mapping [num_tokens] int64, negative = skip.
+    """
+    x = key_cache.shape[4]
+    valid = slot_mapping >= 0
+    slots = slot_mapping[valid]
+    k, v = key[valid], value[valid]
+    n, h, d = k.shape
+    b, o = slots // block_size, slots % block_size
+    key_cache[b, :, :, o, :] = k.reshape(n, h, d // x, x)
+    if fmt == "pa_v1":
+        value_cache[b, :, :, o] = v
+    else:
+        value_cache[b, :, o // x, :, o % x] = v
+
+
+def fused_qkv(num_tokens, num_heads, num_kv_heads, head_size, dtype, gen):
+    """(q, k, v) views [num_tokens, heads, head_size] of one fused QKV buffer with a padded row."""
+    width = (num_heads + 2 * num_kv_heads) * head_size + 8
+    buf = torch.randn(num_tokens, width, generator=gen, device=DEVICE).to(dtype)
+    q = buf[:, : num_heads * head_size].view(num_tokens, num_heads, head_size)
+    k = buf[:, num_heads * head_size: (num_heads + num_kv_heads) * head_size].view(num_tokens, num_kv_heads, head_size)
+    v0 = (num_heads + num_kv_heads) * head_size
+    v = buf[:, v0: v0 + num_kv_heads * head_size].view(num_tokens, num_kv_heads, head_size)
+    return q, k, v
+
+
+# --------------------------------------------------------------------------- #
+# Writers
+# --------------------------------------------------------------------------- #
+
+
+def writer_case(fn, fmt, scheme, dtype_name, head_size, block_size, num_kv_heads, num_blocks=40, num_tokens=50,
+                seed=0, strided_slots=False, slots=None):
+    """Runs writer `fn` once; returns (identical to the reference, description)."""
+    dtype = _dtype(dtype_name)
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    c = Caches(fmt, scheme, num_blocks, block_size, num_kv_heads, head_size, dtype, "random")
+    want = c.storage.clone()
+    want_k, want_v = c.views(want)
+    if slots is None:
+        slots = torch.randperm(num_blocks * block_size, generator=gen, device=DEVICE)[:num_tokens]
+        pad = torch.rand(num_tokens, generator=gen, device=DEVICE) < 0.2  # padding tokens
+        slots = torch.where(pad, -1 - (slots % 7), slots)  # -1 and other negatives
+    num_tokens = slots.numel()
+    _, key, value = fused_qkv(num_tokens, 2 * num_kv_heads, num_kv_heads, head_size, dtype, gen)
+    slot_mapping = slots.to(torch.int64)
+    if strided_slots:  # a column of a [num_tokens, 2] tensor: stride 2
+        buf = torch.full((num_tokens, 2), 123456789, dtype=torch.int64, device=DEVICE)
+        buf[:, 0] = slot_mapping
+        slot_mapping = buf[:, 0]
+    fn(key=key, value=value, key_cache=c.key_cache, value_cache=c.value_cache, slot_mapping=slot_mapping,
+       block_size=block_size)
+    ref_write(fmt, key, value, want_k, want_v, slot_mapping, block_size)
+    _sync()
+    same = torch.equal(_bits(c.storage), _bits(want))
+    what = (f"{fmt} {dtype_name} {scheme} head_size={head_size} block_size={block_size} "
+            f"num_kv_heads={num_kv_heads} tokens={num_tokens}")
+    if same:
+        return True, what
+    if c.storage.numel() > 1 << 28:  # too big to map element by element
+        n = int((_bits(c.storage) != _bits(want)).sum())
+        return False, f"{what}: {n} elements differ"
+    return False, f"{what}: {c.describe_mismatch(c.storage, want)}"
+
+
+_WRITER_GEOMETRIES = [  # (head_size, block_size, num_kv_heads)
+    (64, 16, 1), (80, 32, 2), (128, 16, 8), (256, 32, 4), (96, 16, 3), (128, 64, 2),
+]
+
+
+def _writers():
+    return [("shuffle", kt.triton_reshape_and_cache_shuffle), ("pa_v1", kt.triton_reshape_and_cache)]
+
+
+def _report(results):
+    """Prints one line per case; raises AssertionError listing the failed cases."""
+    failed = []
+    for ok, what in results:
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}")
+        if not ok:
+            failed.append(what)
+    assert not failed, f"{len(failed)} of {len(results)} cases failed:\n  " + "\n  ".join(failed)
+
+
+def test_writers_all_layouts():
+    results = []
+    i = 0
+    for fmt, fn in _writers():
+        for dtype_name in ("fp16", "bf16"):
+            for scheme in SCHEMES + ("separate",):
+                head_size, block_size, num_kv_heads = _WRITER_GEOMETRIES[i % len(_WRITER_GEOMETRIES)]
+                results.append(writer_case(fn, fmt, scheme, dtype_name, head_size, block_size, num_kv_heads,
+                                           seed=i, strided_slots=i % 2 == 1))
+                i += 1
+    _report(results)
+
+
+def test_fixture_fails_exactly_on_interleaved_and_padded():
+    results = []
+    for dtype_name in ("fp16", "bf16"):
+        for scheme, expect_pass in (("separate", True), ("kv_first", True), ("offset", True),
+                                    ("interleaved", False), ("padded", False)):
+            same, what = writer_case(kt.triton_fixture_shuffle_contiguous, "shuffle", scheme, dtype_name, 128, 16, 2,
+                                     seed=7)
+            expectation = "PASS expected" if expect_pass else "FAIL expected"
+            results.append((same == expect_pass, f"fixture {what} -> {'PASS' if same else 'FAIL'} ({expectation})"))
+    _report(results)
+
+
+def test_writers_more_than_65535_blocks():
+    # interleaved, 65,600 blocks of 16 tokens x 8 kv heads x 128 dims: V view offsets reach 2^31 + 2^21.
+    num_blocks, block_size, num_kv_heads, head_size = 65600, 16, 8, 128
+    gen = torch.Generator(device=DEVICE).manual_seed(11)
+    high = 65536 * block_size + torch.randperm((num_blocks - 65536) * block_size, generator=gen, device=DEVICE)[:40]
+    low = torch.randperm(1000, generator=gen, device=DEVICE)[:6]
+    slots = torch.cat([high, low, torch.tensor([-1, -5], device=DEVICE)])
+    slots[3] = num_blocks * block_size - 1  # the very last slot
+    page = block_size * num_kv_heads * head_size
+    v_last = (num_blocks - 1) * 2 * page + page - 1  # the V view's largest element offset
+    results = []
+    for fmt, fn in _writers():
+        ok, what = writer_case(fn, fmt, "large", "fp16", head_size, block_size, num_kv_heads, num_blocks=num_blocks,
+                               slots=slots, seed=11)
+        results.append((ok and v_last > 2 ** 31, f"{what} (V view's largest element offset {v_last} > 2^31)"))
+        torch.cuda.empty_cache()
+    _report(results)
+
+
+# --------------------------------------------------------------------------- #
+# Readers
+# --------------------------------------------------------------------------- #
+
+
+def reader_case(fn, fmt, scheme, dtype_name, head_size, block_size, num_kv_heads, group, context_lens,
+                partition_size, use_workspace, seed=0, num_blocks=None):
+    """Runs reader `fn` once. Returns (ok, description, out, per-seq logical (q, k, v), scale)."""
+    dtype = _dtype(dtype_name)
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    num_seqs, num_heads = len(context_lens), num_kv_heads * group
+    per_seq_blocks = [-(-n // block_size) for n in context_lens]
+    needed = sum(per_seq_blocks)
+    if num_blocks is None:
+        num_blocks = needed + 5  # some blocks no sequence owns: NaN, never to be read
+    c = Caches(fmt, scheme, num_blocks, block_size, num_kv_heads, head_size, dtype, "nan")
+    # Block ids: from the top of the id range (ids > 65,535 on the large layout), shuffled.
+    pool = num_blocks - 1 - torch.randperm(min(num_blocks, needed + 5), generator=gen, device=DEVICE)
+    width = max(per_seq_blocks) + 1
+    block_tables = torch.full((num_seqs, width), int(pool[-1]), dtype=torch.int32, device=DEVICE)  # spare: NaN block
+    seq_kv, slots_all, k_all, v_all = [], [], [], []
+    at = 0
+    for s, n in enumerate(context_lens):
+        blocks = pool[at: at + per_seq_blocks[s]]
+        at += per_seq_blocks[s]
+        block_tables[s, : len(blocks)] = blocks.to(torch.int32)
+        t = torch.arange(n, device=DEVICE)
+        slots_all.append(blocks[t // block_size].to(torch.int64) * block_size + t % block_size)
+        k = torch.randn(n, num_kv_heads, head_size, generator=gen, device=DEVICE).to(dtype)
+        v = torch.randn(n, num_kv_heads, head_size, generator=gen, device=DEVICE).to(dtype)
+        k_all.append(k)
+        v_all.append(v)
+        seq_kv.append((k, v))
+    ref_write(fmt, torch.cat(k_all), torch.cat(v_all), c.key_cache, c.value_cache, torch.cat(slots_all), block_size)
+    cache_before = c.storage.clone()
+
+    query, _, _ = fused_qkv(num_seqs, num_heads, num_kv_heads, head_size, dtype, gen)
+    out_buf = torch.full((num_seqs, num_heads + 1, head_size + 8), 7.0, dtype=dtype, device=DEVICE)
+    out = out_buf[:, :num_heads, :head_size]
+    out.fill_(float("nan"))
+    border = out_buf.clone()
+    border[:, :num_heads, :head_size] = 0
+    context = torch.tensor(context_lens, dtype=torch.int32, device=DEVICE)
+    scale = 1.0 / math.sqrt(head_size)
+    args = dict(query=query, key_cache=c.key_cache, value_cache=c.value_cache, block_tables=block_tables,
+                context_lens=context, block_size=block_size, max_context_len=max(context_lens), scale=scale,
+                k_scale=1.0, v_scale=1.0, partition_size=partition_size)
+    ws_buf, ws_bytes = None, 0
+    workspace = None
+    if use_workspace:
+        ws_bytes = kt._workspace_bytes(**args)
+        ws_buf = torch.full((ws_bytes + 3 + 64,), 0xA5, dtype=torch.uint8, device=DEVICE)
+        workspace = ws_buf[3: 3 + ws_bytes]  # odd byte offset: the kernel must align itself
+    fn(out=out, workspace=workspace, **args)
+    _sync()
+
+    problems = []
+    ref = reference_attention(query, seq_kv, group, scale)
+    ok, detail = close(out, ref, dtype_name)
+    if not ok:
+        problems.append(detail)
+    got_border = out_buf.clone()
+    got_border[:, :num_heads, :head_size] = 0
+    if not torch.equal(_bits(got_border), _bits(border)):
+        problems.append("wrote outside `out` (its sentinel border changed)")
+    if not torch.equal(_bits(c.storage), _bits(cache_before)):
+        problems.append("changed the cache storage")
+    if ws_buf is not None:
+        outside = torch.cat([ws_buf[:3], ws_buf[3 + ws_bytes:]])
+        if not bool((outside == 0xA5).all()):
+            problems.append(f"wrote outside the {ws_bytes}-byte workspace")
+    what = (f"{fmt} {dtype_name} {scheme} head_size={head_size} block_size={block_size} "
+            f"kv_heads={num_kv_heads} gqa={group} ctx={context_lens} partition_size={partition_size or 'default'} "
+            f"workspace={'harness' if use_workspace else 'own'}")
+    return (not problems), (what if not problems else f"{what}: {'; '.join(problems)}"), out, (query, seq_kv, group,
+                                                                                               scale)
+
+
+def reference_attention(query, seq_kv, group, scale, drop_last=False):
+    """float64 decode attention: query [num_seqs, num_heads, head_size]; seq_kv[s] = (K, V) [ctx, kv_heads, head_size].
+
+    drop_last: leave out each sequence's last token (a known-bad reference for the check's self-test).
+    """
+    outs = []
+    for s, (k, v) in enumerate(seq_kv):
+        if drop_last:
+            k, v = k[:-1], v[:-1]
+        q = query[s].double()
+        k = k.double().repeat_interleave(group, dim=1)  # query head h reads kv head h // group
+        v = v.double().repeat_interleave(group, dim=1)
+        scores = torch.einsum("hd,thd->ht", q, k) * scale
+        p = torch.softmax(scores, dim=1)
+        outs.append(torch.einsum("ht,thd->hd", p, v))
+    return torch.stack(outs)
+
+
+def close(out, ref, dtype_name):
+    """(all |out - ref| <= atol + rtol |ref| and finite, worst element description)."""
+    atol, rtol = TOLERANCE[dtype_name]
+    got = out.double()
+    err = (got - ref).abs()
+    bound = atol + rtol * ref.abs()
+    bad = ~(err <= bound)  # NaN counts as bad
+    if not bool(bad.any()):
+        return True, ""
+    idx = tuple(int(i) for i in bad.nonzero()[0])
+    return False, (f"{int(bad.sum())} of {bad.numel()} outputs off tolerance (atol {atol}, rtol {rtol}); "
+                   f"first [seq, head, dim] = {list(idx)}: got {float(got[idx])}, reference {float(ref[idx])}")
+
+
+_READER_CASES = [  # (head_size, block_size, num_kv_heads, gqa group, scheme, context_lens, partition_size, workspace)
+    (128, 16, 2, 1, "separate", [1, 512, 513, 1100], 0, True),       # default partition 512: edges 512 / 513
+    (64, 32, 4, 2, "interleaved", [64, 65, 1, 200], 64, False),
+    (256, 16, 1, 8, "padded", [1, 64, 65, 3 * 64 + 7], 64, True),
+    (80, 32, 2, 2, "kv_first", [17, 128, 129, 5], 128, True),
+    (96, 16, 2, 8, "offset", [512, 513, 3], 0, False),
+    (128, 64, 1, 1, "interleaved", [300, 1, 256, 257], 256, True),    # block_size 64
+    (64, 16, 1, 32, "kv_first", [100, 1, 64], 64, False),             # a group of 32: two 16-head chunks
+    (128, 8, 2, 2, "padded", [40, 41, 1, 95], 40, True),              # block_size 8; partitions start mid-block
+]
+
+
+def _readers():
+    return [("pa_v1", kt.triton_paged_attention_v1), ("shuffle", kt.triton_paged_attention_shuffle)]
+
+
+def test_readers():
+    results = []
+    i = 0
+    for fmt, fn in _readers():
+        for dtype_name in ("fp16", "bf16"):
+            for head_size, block_size, kv, group, scheme, ctx, psize, ws in _READER_CASES:
+                ok, what, _, _ = reader_case(fn, fmt, scheme, dtype_name, head_size, block_size, kv, group, ctx, psize,
+                                             ws, seed=100 + i)
+                results.append((ok, what))
+                i += 1
+    _report(results)
+
+
+def test_reader_check_rejects_dropped_token():
+    # Known-bad for the reader check: a kernel that dropped the lone token of the last
+    # partition (context P+1) would produce reference_attention(drop_last=True).
+    results = []
+    for fmt, fn in _readers():
+        ok, what, out, (query, seq_kv, group, scale) = reader_case(fn, fmt, "interleaved", "bf16", 128, 16, 2, 4,
+                                                                  [65, 129], 64, True, seed=5)
+        results.append((ok, what))
+        bad_ref = reference_attention(query, seq_kv, group, scale, drop_last=True)
+        rejected = not close(out, bad_ref, "bf16")[0]
+        results.append((rejected, f"{fmt}: the check rejects an output missing the last token of ctx P+1"))
+    _report(results)
+
+
+def test_reader_large_block_ids():
+    results = []
+    for fmt, fn in _readers():
+        ok, what, _, _ = reader_case(fn, fmt, "large", "fp16", 128, 16, 8, 2, [70, 513, 1], 0, True, seed=9,
+                                     num_blocks=65600)
+        results.append((ok, f"{what} (block ids up to 65,599)"))
+        torch.cuda.empty_cache()
+    _report(results)
+
+
+def test_bad_arguments_raise():
+    c = Caches("shuffle", "separate", 4, 16, 2, 64, torch.float16, "random")
+    _, key, value = fused_qkv(3, 2, 2, 64, torch.float16, torch.Generator(device=DEVICE).manual_seed(1))
+    slots = torch.tensor([0, 1, -1], dtype=torch.int64, device=DEVICE)
+    pa_v = torch.empty(4, 2, 64, 16, dtype=torch.float16, device=DEVICE)
+    before = c.storage.clone()
+    good = dict(key=key, value=value, key_cache=c.key_cache, value_cache=c.value_cache, slot_mapping=slots,
+                block_size=16)
+    bad = [
+        ("value_cache", dict(good, value_cache=pa_v)),                          # pa_v1 V given to the shuffle writer
+        ("slot_mapping", dict(good, slot_mapping=slots.to(torch.int32))),
+        ("key_cache", dict(good, block_size=32)),                               # block_size disagrees with the cache
+        ("key", dict(good, key=key.cpu())),                                     # not on the GPU
+    ]
+    results = []
+    for name, kwargs in bad:
+        try:
+            kt.triton_reshape_and_cache_shuffle(**kwargs)
+            results.append((False, f"bad {name}: no error raised"))
+        except (ValueError, TypeError) as e:
+            results.append((name in str(e), f"bad {name}: {type(e).__name__}: {e}"))
+    _sync()
+    results.append((torch.equal(_bits(c.storage), _bits(before)), "the rejected calls wrote nothing"))
+    _report(results)
+
+
+# --------------------------------------------------------------------------- #
+# Script mode
+# --------------------------------------------------------------------------- #
+
+
+def _time_us(fn, iters=50):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000.0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def bench():
+    """Median kernel times (CUDA events around the Python call, launch overhead included)."""
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    dtype, head_size, block_size, kv = torch.float16, 128, 16, 8
+    tokens = 4096
+    for fmt, fn in _writers():
+        c = Caches(fmt, "interleaved", tokens // block_size + 8, block_size, kv, head_size, dtype, "random")
+        _, key, value = fused_qkv(tokens, 32, kv, head_size, dtype, gen)
+        slots = torch.randperm(tokens, generator=gen, device=DEVICE).to(torch.int64)
+        us = _time_us(lambda: fn(key=key, value=value, key_cache=c.key_cache, value_cache=c.value_cache,
+                                 slot_mapping=slots, block_size=block_size))
+        gbs = 4 * tokens * kv * head_size * 2 / us / 1e3
+        print(f"  bench writer {fmt:8s} fp16 tokens={tokens} kv_heads={kv} head_size={head_size}: "
+              f"{us:8.1f} us ({gbs:.0f} GB/s moved)")
+    num_seqs, ctx, heads = 64, 4096, 32
+    for fmt, fn in _readers():
+        nb = num_seqs * ctx // block_size
+        c = Caches(fmt, "interleaved", nb, block_size, kv, head_size, dtype, "random")
+        query, _, _ = fused_qkv(num_seqs, heads, kv, head_size, dtype, gen)
+        out = torch.empty(num_seqs, heads, head_size, dtype=dtype, device=DEVICE)
+        bt = torch.randperm(nb, generator=gen, device=DEVICE).to(torch.int32).view(num_seqs, ctx // block_size)
+        cl = torch.full((num_seqs,), ctx, dtype=torch.int32, device=DEVICE)
+        args = dict(query=query, key_cache=c.key_cache, value_cache=c.value_cache, block_tables=bt, context_lens=cl,
+                    block_size=block_size, max_context_len=ctx, scale=head_size ** -0.5, k_scale=1.0, v_scale=1.0,
+                    partition_size=0)
+        ws = torch.empty(kt._workspace_bytes(**args), dtype=torch.uint8, device=DEVICE)
+        us = _time_us(lambda: fn(out=out, workspace=ws, **args))
+        gbs = 2 * num_seqs * ctx * kv * head_size * 2 / us / 1e3
+        print(f"  bench reader {fmt:8s} fp16 seqs={num_seqs} ctx={ctx} heads={heads}/{kv} head_size={head_size}: "
+              f"{us:8.1f} us ({gbs:.0f} GB/s of K+V)")
+
+
+TESTS = [test_writers_all_layouts, test_fixture_fails_exactly_on_interleaved_and_padded,
+         test_writers_more_than_65535_blocks, test_readers, test_reader_check_rejects_dropped_token,
+         test_reader_large_block_ids, test_bad_arguments_raise]
+
+
+def main(argv):
+    if SKIP_REASON is not None:
+        print(f"SKIPPED: kvharness_triton tests need a GPU: {SKIP_REASON}")
+        return 0
+    print(f"torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name()}")
+    failed = 0
+    for test in TESTS:
+        t0 = time.perf_counter()
+        print(f"{test.__name__}:")
+        try:
+            test()
+            status = "PASS"
+        except Exception:  # report every test, not only the first failure
+            traceback.print_exc()
+            status = "FAIL"
+            failed += 1
+        print(f"{status} {test.__name__} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    if "--bench" in argv:
+        bench()
+    print(f"{len(TESTS) - failed} of {len(TESTS)} tests passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
