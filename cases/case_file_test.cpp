@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace kvh {
 namespace {
 
@@ -85,6 +87,121 @@ TEST(CaseFile, OutOfRangeValuesDuplicateModelsAndPartialGqaGroupsAreErrors) {
 }
 
 TEST(CaseFile, MissingFileIsAnError) { EXPECT_THROW(load_case_file("/nonexistent/x.toml"), CaseFileError); }
+
+const char* kPipelineWithExpectations = R"(
+[[pipeline]]
+models = ["Qwen3.5-397B-A17B"]
+tp = 8
+layouts = ["kv_first", "interleaved"]
+batch_sizes = [4]
+context_lens = [1, 100]
+block_sizes = [16]
+dtypes = ["bf16"]
+[[pipeline.variants]]
+name = "before fix"
+writer = "fixture_shuffle_contiguous"
+reader = "paged_attention_rocm"
+[[pipeline.variants.expected_failure]]
+filter = "layout=interleaved"
+component = "writer"
+reasons = ["mismatch"]
+why = "contiguous block base"
+[[pipeline.variants]]
+name = "after fix"
+writer = "reshape_and_cache_shuffle"
+reader = "paged_attention_rocm"
+
+[[expected_failure]]
+ids = ["some/id"]
+why = "a known bug"
+)";
+
+// Issue 7, defect 2: case files say where a fixture must fail, per variant, with layout conditions.
+TEST(CaseFile, ExpectedFailuresAreScopedToTheirVariantAndNarrowedByTheirFilter) {
+  const CaseFile f = parse_case_file_text(kPipelineWithExpectations, "x.toml");
+  ASSERT_EQ(f.cases.size(), 4u);
+  ASSERT_EQ(f.expected_failures.size(), 2u);
+  const ExpectedFailure& scoped = f.expected_failures[0];
+  EXPECT_EQ(scoped.source, "x.toml:14");
+  EXPECT_EQ(scoped.scope_source, "x.toml:2");
+  EXPECT_EQ(scoped.scope_variant, "before fix");
+  std::vector<std::string> covered;
+  for (const Case& c : f.cases)
+    if (scoped.covers(c)) covered.push_back(c.variant() + "@" + to_string(c.layout));
+  EXPECT_EQ(covered, (std::vector<std::string>{"before fix@interleaved"}));
+  // Flipping the row's writer keeps the declaration on the row: the fixed kernel would then be XPASS.
+  Case flipped = f.cases[2];  // interleaved, "before fix"
+  flipped.writer = "reshape_and_cache_shuffle";
+  EXPECT_TRUE(scoped.covers(flipped));
+  EXPECT_TRUE(scoped.allows("writer", "mismatch", false));
+  EXPECT_FALSE(scoped.allows("writer", "out_of_view_write", false));
+  EXPECT_FALSE(scoped.allows("reader", "mismatch", false));
+  EXPECT_FALSE(scoped.allows("harness", "harness_error", true));
+  const ExpectedFailure& by_id = f.expected_failures[1];
+  EXPECT_TRUE(by_id.allows("router", "misroute", false));
+  EXPECT_FALSE(by_id.allows("writer", "crash", true)) << "a CRASH is expected only where a declaration names it";
+}
+
+TEST(CaseFile, BadExpectedFailuresAreErrors) {
+  const std::string head = "[[expected_failure]]\n";
+  expect_error(head + "why = \"x\"\n", "bad.toml:1: field 'filter': a declaration needs a 'filter' or 'ids'");
+  expect_error(head + "filter = \"layout=nope\"\nwhy = \"x\"\n", "bad.toml:2: field 'filter':");
+  expect_error(head + "filter = \"kind=write\"\ncomponent = \"harness\"\nwhy = \"x\"\n",
+               "field 'component': unknown component 'harness'");
+  expect_error(head + "filter = \"kind=write\"\nreasons = [\"wrong\"]\nwhy = \"x\"\n",
+               "field 'reasons': unknown value 'wrong'");
+  expect_error(head + "filter = \"kind=write\"\n", "field 'why': missing");
+  std::string unnamed = kPipelineWithExpectations;
+  unnamed.replace(unnamed.find("name = \"before fix\"\n"), std::string("name = \"before fix\"\n").size(), "");
+  expect_error(unnamed, "a variant with expected failures needs a 'name'");
+}
+
+// Issue 7, defect 9: explicit per-sequence context lengths.
+TEST(CaseFile, ExplicitContextLengthListsAreBatches) {
+  const std::string text = R"(
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+context_lens_lists = [[1, 512, 513], [4096]]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["paged_attention_v1"]
+)";
+  const auto cases = parse_case_text(text, "x.toml");
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].batch_size, 3);
+  EXPECT_EQ(cases[0].context_lens, (std::vector<int64_t>{1, 512, 513}));
+  EXPECT_EQ(cases[0].context_len_min, 1);
+  EXPECT_EQ(cases[0].context_len_max, 513);
+  EXPECT_NE(cases[0].id().find("/ctx=1+512+513/"), std::string::npos) << cases[0].id();
+  EXPECT_EQ(cases[1].batch_size, 1);
+  std::string both = text;
+  both.insert(both.find("block_sizes"), "batch_sizes = [3]\n");
+  expect_error(both, "field 'batch_sizes': not allowed beside context_lens_lists");
+  std::string zero = text;
+  zero.replace(zero.find("[4096]"), 6, "[0]");
+  expect_error(zero, "field 'context_lens_lists': expected integer context lengths in [1, 1048576]");
+}
+
+TEST(KnownFailures, LoadsItsTablesAndNamesBadOnes) {
+  const std::string path = ::testing::TempDir() + "known.toml";
+  {
+    std::ofstream(path) << "[[known_failure]]\nfilter = \"writer=my_writer,layout=padded\"\ncomponent = \"writer\"\n"
+                           "reasons = [\"out_of_view_write\"]\nwhy = \"ticket 123\"\n";
+  }
+  const auto k = load_known_failures(path);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].source, path + ":1");
+  EXPECT_EQ(k[0].why, "ticket 123");
+  { std::ofstream(path) << "[[expected_failure]]\nfilter = \"kind=write\"\nwhy = \"x\"\n"; }
+  try {
+    load_known_failures(path);
+    ADD_FAILURE() << "no error";
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown field in [top level]"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace kvh

@@ -72,6 +72,25 @@ TEST(DecodeCase, ThePullRequestExperimentInMiniature) {
   EXPECT_EQ(asm128.v.status, Status::Pass) << asm128.v.detail;
 }
 
+// Issue 7, defect 9: both ends of a [min, max] range are always drawn, and the drawn lengths are recorded.
+TEST(DecodeCase, ContextLengthRangeEndsAreAlwaysDrawnAndRecorded) {
+  Registry reg;
+  Case c = variant(decode_case(CaseKind::Attention, 128, 5, Scheme::KvFirst), "", "paged_attention_rocm", "");
+  c.context_len_min = 511;
+  c.context_len_max = 513;
+  for (uint64_t seed : {1, 2, 3}) {
+    c.seed = seed;
+    const CaseResult r = run_decode_case(c, reg, {});
+    EXPECT_EQ(r.v.status, Status::Pass) << r.v.detail;
+    ASSERT_EQ(r.context_lens.size(), 5u);
+    EXPECT_EQ(*std::min_element(r.context_lens.begin(), r.context_lens.end()), 511);
+    EXPECT_EQ(*std::max_element(r.context_lens.begin(), r.context_lens.end()), 513);
+  }
+  c.context_lens = {1, 512, 513};
+  c.batch_size = 3;
+  EXPECT_EQ(run_decode_case(c, reg, {}).context_lens, (std::vector<int32_t>{1, 512, 513}));
+}
+
 TEST(DecodeCase, LaunchMisroutedReportsTheNumericDamageToo) {
   Registry reg;
   const Case c = variant(decode_case(CaseKind::Attention, 256, 8), "", "", "aiter-v0.1.10.post3");
