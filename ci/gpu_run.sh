@@ -15,7 +15,7 @@
 #   seedpr   kvharness run cases/seed-pr.toml
 #   bench    kvharness bench (copy bandwidth, writers and decode readers)
 #   compare  right after each suite whose CPU results.json was given:
-#            kvharness compare CPU GPU --fail-on changes (exit 1 on any verdict difference)
+#            kvharness compare CPU GPU --fail-on any (exit 1 on any verdict difference)
 # Each run is timed with date +%s.%N. The device tool brings back at most 8
 # files from $OUT, so reports are written to $WORK and only these are copied
 # to $OUT (flat):
@@ -125,7 +125,7 @@ run_suite() {
     FAILED=1
     return 0
   fi
-  step "compare:$name" "$KVH" compare "$cpu" "$WORK/$name/results.json" --fail-on changes --max-only 50 || FAILED=1
+  step "compare:$name" "$KVH" compare "$cpu" "$WORK/$name/results.json" --fail-on any --max-only 50 || FAILED=1
   {
     echo "### $name: CPU vs GPU verdicts"
     echo '```'

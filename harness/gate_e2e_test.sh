@@ -15,8 +15,10 @@ case "$TEST" in
 # declares where its fixtures fail; flipping the "before fix" row to the fixed
 # writer makes those cases XPASS and the run fail.
 xpass_when_a_fixture_is_flipped)
-  "$KVH" run cases/seed-pr.toml --filter 'batch_size=4' --report-dir "$WORK/ok" --no-progress >/dev/null \
-    || fail "the seed-pr suite at batch 4 should pass with its declared expected failures"
+  "$KVH" run cases/seed-pr.toml --filter 'batch_size=4' --report-dir "$WORK/ok" --no-progress --heartbeat 0.2 \
+    > "$WORK/ok.out" 2>&1 || fail "the seed-pr suite at batch 4 should pass with its declared expected failures"
+  grep -q "cases done, 0 unexpected failure(s) so far" "$WORK/ok.out" || fail "no heartbeat line on a non-TTY run"
+  "$KVH" --version | grep -q "^kvharness " || fail "--version"
   sed '/name = "before fix (shuffle=1)"/{n;s/fixture_shuffle_contiguous/reshape_and_cache_shuffle/}' \
     cases/seed-pr.toml > "$WORK/flipped.toml"
   grep -q 'fixture_shuffle_contiguous' "$WORK/flipped.toml" && fail "the flip did not replace the fixture"
