@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+
 namespace kvh {
 namespace {
 
@@ -120,6 +124,38 @@ TEST(Report, JunitClassNamesHaveNoDotsFromModelNames) {
   r.results[0].c.model = "Qwen3.5-397B-A17B";
   const std::string x = junit_xml(r);
   EXPECT_NE(x.find("classname=\"kvharness.write.Qwen3_5-397B-A17B\""), std::string::npos) << x;
+}
+
+// Issue 7, defect 5: the three files replace the previous set as one, and I/O errors are raised.
+TEST(ReportFiles, ASetReplacesTheLastAndLeavesNoStagingBehind) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "kvh_report_set";
+  fs::remove_all(root);
+  const std::string dir = (root / "latest").string();
+  RunReport r = sample();
+  r.exit_code = 1;
+  write_report_files(r, dir);
+  r.results.resize(1);
+  r.exit_code = 0;
+  write_report_files(r, dir);
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(root)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"latest"})) << "a staging directory was left behind";
+  names.clear();
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"junit.xml", "results.json", "summary.md"}));
+  std::ifstream f(dir + "/results.json");
+  EXPECT_EQ(nlohmann::json::parse(f)["exit_code"], 0) << "the second set replaced the first";
+
+  // A report directory whose parent is a regular file: the error names the path.
+  std::ofstream(root / "file") << "x";
+  try {
+    write_report_files(r, (root / "file" / "latest").string());
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find((root / "file").string()), std::string::npos) << e.what();
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace
