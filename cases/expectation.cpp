@@ -21,7 +21,8 @@ bool ExpectedFailure::covers(const Case& c) const {
     return compiled_.front().matches(c);
   };
   if (!scope_source.empty())
-    return c.source == scope_source && c.variant_name == scope_variant && (filter.empty() || filter_matches());
+    return c.source == scope_source && (scope_variant.empty() || c.variant_name == scope_variant) &&
+           (filter.empty() || filter_matches());
   if (std::find(ids.begin(), ids.end(), c.id()) != ids.end()) return true;
   return !filter.empty() && filter_matches();
 }

@@ -32,7 +32,7 @@ struct ExpectedFailure {
   std::string why;                   // the bug, in words
   std::string source;                // "file:line" of the declaration
   std::string scope_source;          // scoped: the "file:line" of the table whose cases it covers
-  std::string scope_variant;         // scoped to a variant: its name
+  std::string scope_variant;         // scoped to a variant: its name; "" = every variant of the table
 
   /// True when the declaration covers case c: scoped, a case of its table (and
   /// variant) that its filter (if any) matches; else by filter or by id.

@@ -125,6 +125,7 @@ RunInfo run_info(const json& doc) {
   r.tool_version = header_field(doc, "tool_version");
   r.label = header_field(doc, "label");
   r.complete = doc.value("complete", false);
+  if (doc.contains("error") && doc["error"].is_string()) r.error = doc["error"].get<std::string>();
   r.total = int(doc["cases"].size());
   return r;
 }
@@ -195,7 +196,8 @@ int Comparison::count(Change::Kind k) const {
 }
 
 int Comparison::gating(FailOn f) const {
-  return int(std::count_if(changes.begin(), changes.end(), [f](const Change& c) { return gates(c.kind, f); }));
+  return int(std::count_if(changes.begin(), changes.end(), [f](const Change& c) { return gates(c.kind, f); })) +
+         !a.error.empty() + !b.error.empty();
 }
 
 Comparison compare(const json& a, const json& b, const Options& o) {
@@ -319,8 +321,10 @@ std::string format(const Comparison& c, const std::string& name_a, const std::st
     for (size_t i = 0; i < t.ratios.size() && int(i) < o.max_ratios; ++i)
       out += fmt::format("  {:.3f}x {}\n", t.ratios[i].second, t.ratios[i].first);
   }
+  for (const auto& [name, info] : {std::pair<const char*, const RunInfo*>{"A", &c.a}, {"B", &c.b}})
+    if (!info->error.empty()) out += fmt::format("\n{} NEVER RAN its cases: {}\n", name, info->error);
   const int gating = c.gating(o.fail_on);
-  const int ungated = int(c.changes.size()) - gating;
+  const int ungated = int(c.changes.size()) - (gating - !c.a.error.empty() - !c.b.error.empty());
   out += fmt::format("\ngate (--fail-on {}): ", to_string(o.fail_on));
   out += gating ? fmt::format("{} gating difference{}, exit {}", gating, gating == 1 ? "" : "s", kExitGatingDifference)
                 : fmt::format("no gating difference, exit {}", kExitNoGatingDifference);

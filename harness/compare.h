@@ -77,6 +77,7 @@ struct Change {
 struct RunInfo {
   std::string backend, device, wave_size, filter, seed, tool_version, label;
   bool complete = false;
+  std::string error;  // the run stopped on an input or harness error before its cases ("" if none)
   int total = 0;  // cases in the file, before the compare filter
   // Counts of the cases the compare filter keeps, by outcome class.
   int cases = 0, pass = 0, fail = 0, xfail = 0, xpass = 0, crash = 0, unsupported = 0, interrupted = 0, other = 0;
@@ -94,7 +95,8 @@ struct Comparison {
   std::vector<Change> changes;
   Timing timing;
   int count(Change::Kind k) const;
-  /// The changes that make the exit code 1 under `f`.
+  /// The changes that make the exit code 1 under `f`, plus one for each run
+  /// that stopped on an error before its cases (nothing to compare is never green).
   int gating(FailOn f) const;
 };
 

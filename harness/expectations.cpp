@@ -14,12 +14,20 @@ bool kernel_is_fixture(const Registry& reg, const std::string& name) {
   return d && d->fixture;
 }
 
+// The failures a fixture kernel is kept for: wrong output, never a refusal to run (launch_error) or a CRASH.
+bool wrong_output(const std::string& reason) {
+  return reason == reason::kMismatch || reason == reason::kOutOfView || reason == reason::kUnwritten ||
+         reason == reason::kNanOrInf;
+}
+
 // The fixture that owns a failure of `cause`, or "" if none does.
 std::string owning_fixture(const CaseResult& cr, const Registry& reg, const Cause& cause) {
   if (cause.crash) return "";
   const Case& c = cr.c;
-  if (cause.component == component::kWriter && kernel_is_fixture(reg, c.writer)) return c.writer + " (writer)";
-  if (cause.component == component::kReader && kernel_is_fixture(reg, cr.routed_to)) return cr.routed_to + " (reader)";
+  if (cause.component == component::kWriter && wrong_output(cause.reason) && kernel_is_fixture(reg, c.writer))
+    return c.writer + " (writer)";
+  if (cause.component == component::kReader && wrong_output(cause.reason) && kernel_is_fixture(reg, cr.routed_to))
+    return cr.routed_to + " (reader)";
   if (cause.component == component::kRouter && cause.reason == reason::kMisroute && !c.router_policy.empty() &&
       routing::is_regression_fixture(c.router_policy))
     return c.router_policy + " (router policy)";
@@ -38,10 +46,22 @@ void judge_expectations(CaseResult& cr, const Registry& reg, const std::vector<E
   cr.fixture = (!c.router_policy.empty() && routing::is_regression_fixture(c.router_policy)) ||
                kernel_is_fixture(reg, c.writer) || kernel_is_fixture(reg, c.reader) ||
                kernel_is_fixture(reg, cr.routed_to);
-  if (cr.v.status == Status::Unsupported || cr.v.status == Status::Interrupted) return;
+  if (cr.v.status == Status::Interrupted) return;
   std::vector<const ExpectedFailure*> covering;
   for (const auto& d : declared)
     if (d.covers(c)) covering.push_back(&d), cr.expectations.push_back(d.source);
+  if (cr.v.status == Status::Unsupported) {
+    // A case declared to fail that cannot run shows no failure: the declaration checks nothing.
+    if (!covering.empty()) {
+      const ExpectedFailure& d = *covering.front();
+      cr.v.detail = fmt::format("declared to fail with {} ({}: {}), but UNSUPPORTED: {}", allowed_text(d), d.source,
+                                d.why, cr.v.detail);
+      cr.v.status = Status::Xpass;
+      cr.v.reason = reason::kXpass;
+      cr.v.component = d.component;
+    }
+    return;
+  }
 
   bool all_expected = !cr.v.causes.empty();
   for (Cause& cause : cr.v.causes) {

@@ -20,16 +20,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Length of the well-formed UTF-8 sequence at s[i], 0 if it is not one.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto u = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = u(i);
+  const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((u(i + k) >> 6) != 0x2) return 0;
+  return n;
+}
+
+// XML 1.0 text: escapes markup, and replaces what no XML parser accepts (control
+// characters, bytes that are not UTF-8) with U+FFFD, so a CI's JUnit reader never rejects the file.
 std::string xml_escape(const std::string& s) {
   std::string o;
-  for (char ch : s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_length(s, i);
+    const unsigned char ch = static_cast<unsigned char>(s[i]);
+    if (n == 0 || (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')) {
+      o += "\xEF\xBF\xBD";
+      i += n ? n : 1;
+      continue;
+    }
     switch (ch) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
-      default: o += ch;
+      default: o.append(s, i, n);
     }
+    i += n;
   }
   return o;
 }
@@ -152,7 +173,10 @@ std::string junit_xml(const RunReport& r) {
 }
 
 void write_report_files(const RunReport& r, const std::string& dir) {
-  const fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
+  fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
+  std::error_code link_ec;
+  // A report directory reached through a symlink (reports/latest -> an artifact directory): replace the target.
+  if (fs::is_symlink(target, link_ec)) target = fs::weakly_canonical(target);
   const fs::path parent = target.has_filename() ? target.parent_path() : target.parent_path().parent_path();
   const fs::path final_dir = target.has_filename() ? target : target.parent_path();
   std::error_code ec;

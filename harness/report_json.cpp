@@ -91,7 +91,8 @@ std::string results_json(const RunReport& r) {
     e["wall_ms"] = cr.wall_ms;
     cases.push_back(std::move(e));
   }
-  return j.dump(1) + "\n";
+  // Strings from outside (a label, paths, a provider's kernel names) may not be UTF-8: replace, never throw.
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace kvh
