@@ -44,9 +44,10 @@ if [ "${KVH_SKIP_FUZZ:-0}" != 1 ]; then
     mkdir -p "$corpus"
     seeds=()
     if [ "$name" = case_file ]; then cp cases/*.toml "$corpus"/; else seeds+=(fuzz/corpus/filter); fi
-    # Known crashers first: each must now run clean.
+    # Regression inputs first (fuzzer finds and hand-written bound checks): each must run clean.
     if compgen -G "fuzz/regressions/$name/*" >/dev/null; then
-      build/fuzz/$target -artifact_prefix="$root/build/fuzz/artifacts/" fuzz/regressions/$name/*
+      build/fuzz/$target -artifact_prefix="$root/build/fuzz/artifacts/" fuzz/regressions/$name/* ||
+        { echo "fuzz: $target fails on an input of fuzz/regressions/$name/ (a fixed bug is back)" >&2; exit 1; }
       seeds+=("fuzz/regressions/$name")
     fi
     # -timeout: one input running 10 s is a hang; -rss_limit_mb (and the
