@@ -107,10 +107,10 @@ std::vector<std::string> scheme_names() {
 }
 
 // Bounds on what one file may ask for, so that a few bytes of TOML cannot
-// become gigabytes (found while fuzzing: each axis was bounded, their
-// product was not). Far above every committed suite (default.toml makes a
-// few hundred cases; the largest decode case, seed-pr's batch 512 x 1300
-// tokens at head size 256, about 0.7 GB of cache).
+// become gigabytes (seen while writing fuzz/case_file_fuzz: each axis was
+// bounded, their product was not). Far above every committed suite
+// (default.toml makes 1,520 cases; the largest decode case, seed-pr's batch
+// 512 x 1300 tokens at head size 256, needs about 0.7 GB of cache).
 constexpr size_t kMaxCasesPerFile = 100000;
 constexpr int64_t kMaxKvCacheBytes = int64_t(64) << 30;  // 64 GiB, an H200 holds 141
 
