@@ -52,10 +52,10 @@ if [ "${KVH_SKIP_FUZZ:-0}" != 1 ]; then
     fi
     # -timeout: one input running 10 s is a hang; -rss_limit_mb (and the
     # malloc limit, which follows it): a small input must not need 2 GB.
-    # The progress lines (NEW, REDUCE, pulse) are dropped from the log.
+    # The progress lines (NEW, REDUCE, pulse, NEW_FUNC) are dropped from the log.
     if ! build/fuzz/$target -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$root/build/fuzz/artifacts/" "$corpus" "${seeds[@]}" 2>&1 |
-        grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)' | tee "build/fuzz/$name.log"; then
+        grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|^[[:space:]]*NEW_FUNC' | tee "build/fuzz/$name.log"; then
       echo "fuzz: $target failed; the input is in build/fuzz/artifacts/" >&2
       exit 1
     fi
