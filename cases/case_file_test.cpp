@@ -203,5 +203,86 @@ TEST(KnownFailures, LoadsItsTablesAndNamesBadOnes) {
   }
 }
 
+// Regressions found by fuzz/case_file_fuzz (inputs kept in fuzz/regressions/case_file/).
+TEST(CaseFile, CodePointsThatHitUndefinedBehaviourInTomlppAreRejected) {
+  // U+0106 and U+FEFD reach __builtin_unreachable in toml++ 3.3's whitespace test.
+  for (const char* text : {"\xC4\x86", "\xEF\xBB\xBD", "a = 1\n# caf\xC3\xA9\n"}) {
+    try {
+      parse_case_text(text, "u.toml");
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const CaseFileError& e) {
+      EXPECT_NE(std::string(e.what()).find("u.toml:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("U+"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_case_text("seeds = [1]\n\n# caf\xC3\xA9\n", "u.toml");
+    ADD_FAILURE() << "accepted U+00E9";
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("u.toml:3: character U+00E9"), std::string::npos) << e.what();
+  }
+  // Outside the ranges, and as a \u escape, non-ASCII text is fine.
+  EXPECT_NO_THROW(parse_case_text("# \xE2\x86\x92 (U+2192)\nseeds = [1]\n", "u.toml"));
+  std::string escaped = kGood;
+  escaped.replace(escaped.find("name = \"tiny\""), 13, "name = \"tiny\\u00e9\"");
+  escaped.replace(escaped.find("\"tiny\"]"), 7, "\"tiny\\u00e9\"]");
+  EXPECT_EQ(parse_case_text(escaped, "u.toml").back().model, "tiny\xC3\xA9");
+}
+
+TEST(CaseFile, AFewLinesCannotExpandIntoMillionsOfCases) {
+  std::string axis = "[";
+  for (int i = 1; i <= 50; ++i) axis += std::to_string(i) + (i < 50 ? ", " : "]");
+  const std::string text = "seeds = " + axis + R"(
+[[write]]
+models = ["Llama-3.1-8B"]
+layouts = ["separate"]
+num_tokens = )" + axis + R"(
+block_sizes = )" + axis + R"(
+dtypes = ["fp16"]
+writers = ["reshape_and_cache"]
+)";  // 50^3 = 125,000 cases from under 600 bytes
+  try {
+    parse_case_text(text, "many.toml");
+    ADD_FAILURE() << "125,000 cases accepted";
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("many.toml:2: field 'write': the file expands to more than 100000 cases"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(CaseFile, ACaseNeedingMoreThan64GiBOfCacheIsRejected) {
+  const std::string decode = R"(
+[[attention]]
+models = ["Llama-3.1-8B"]
+layouts = ["separate"]
+batch_sizes = [65536]
+context_lens = [1, 1048576]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["paged_attention"]
+)";  // 2^36 tokens x 8 kv heads x 128 x 4 bytes = 256 TiB
+  try {
+    parse_case_text(decode, "big.toml");
+    ADD_FAILURE() << "2^36 tokens accepted";
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("big.toml:2: field 'batch_sizes': 68719476736 tokens"), std::string::npos)
+        << e.what();
+  }
+  // The largest write the axis bounds allow at 8 kv heads x 128: 2^22 tokens, 16 GiB: accepted.
+  const std::string write = R"(
+[[write]]
+models = ["Llama-3.1-8B"]
+layouts = ["separate"]
+num_tokens = [4194304]
+block_sizes = [16]
+dtypes = ["fp16"]
+writers = ["reshape_and_cache"]
+)";
+  EXPECT_EQ(parse_case_text(write, "w.toml").size(), 1u);
+  std::string fat = write;
+  fat.replace(fat.find("layouts"), 0, "head_sizes = [1024]\n");  // 64 GiB x 8 = 512 GiB
+  EXPECT_THROW(parse_case_text(fat, "w.toml"), CaseFileError);
+}
+
 }  // namespace
 }  // namespace kvh

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kvharness needs to build and run on a fresh Debian 12 machine
-# (and, with --with-amd, what the test suite's AMD compile check needs).
+# (with --with-amd, what the test suite's AMD compile check needs; with
+# --with-fuzz, clang-19 and its libFuzzer/sanitizer runtimes for
+# ci/sanitize_and_fuzz.sh).
 # Idempotent: packages already present are left alone.
 set -euo pipefail
 
@@ -31,6 +33,18 @@ fi
 
 # With --with-amd (the test suite): the AMD compile check's toolchain (Debian
 # hipcc 5.2 with clang 15, ROCm device libraries, clang-19 for gfx942).
-if [ "${1:-}" = "--with-amd" ]; then
-  bash "$(dirname "$0")/amd_compile_check.sh" --install-only
-fi
+for flag in "$@"; do
+  case "$flag" in
+    --with-amd) bash "$(dirname "$0")/amd_compile_check.sh" --install-only ;;
+    --with-fuzz)  # libFuzzer and the clang sanitizer runtimes are in libclang-rt-19-dev
+      for p in clang-19 libclang-rt-19-dev; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+        SUDO=""
+        [ "$(id -u)" -eq 0 ] || SUDO=sudo
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-19 libclang-rt-19-dev
+        break
+      done ;;
+    *) echo "bootstrap: unknown flag '$flag'; expected --with-amd or --with-fuzz" >&2; exit 2 ;;
+  esac
+done
