@@ -23,19 +23,6 @@ namespace {
 
 constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs with a recognisable payload
 
-bool supports_head_size(const kvh_kernel_desc& d, int64_t head_size) {
-  if (d.num_head_sizes == 0) return head_size % 8 == 0 && head_size <= 256;
-  for (int32_t i = 0; i < d.num_head_sizes; ++i)
-    if (d.head_sizes[i] == head_size) return true;
-  return false;
-}
-
-std::string declared_head_sizes(const kvh_kernel_desc& d) {
-  if (d.num_head_sizes == 0) return "multiples of 8 up to 256";
-  std::vector<int32_t> v(d.head_sizes, d.head_sizes + d.num_head_sizes);
-  return fmt::format("{}", fmt::join(v, ", "));
-}
-
 // The sequences of one case: lengths, block tables, and every token's slot.
 struct Sequences {
   std::vector<int32_t> context_lens;
@@ -149,10 +136,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
   }
   r.routed_to = reader;
-  const kvh_kernel_desc* rd = registry.find(reader);
+  const Kernel* rd = registry.find(reader);
   if (!rd || rd->role != KVH_ROLE_READER || !rd->attention)
     return verdict(Status::Unsupported, reason::kUnsupported, "no decode-attention reader named '" + reader + "'");
-  const kvh_kernel_desc* wr = nullptr;
+  const Kernel* wr = nullptr;
   if (c.kind == CaseKind::Pipeline) {
     wr = registry.find(c.writer);
     if (!wr || wr->role != KVH_ROLE_WRITER)
@@ -161,13 +148,13 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       return verdict(Status::Unsupported, reason::kUnsupported,
                      fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
                                  cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format)));
+    if (std::string why = wr->outside_capabilities(kernel_use(c, wr->cache_format)); !why.empty())
+      return verdict(Status::Unsupported, reason::kUnsupported, why);
   }
 
   // 2. Capabilities: a router that picks a kernel outside them has misrouted.
   bool misrouted = false;
-  if (!supports_head_size(*rd, c.head_size)) {
-    const std::string why = fmt::format("{} declares head_size {} only; this case has head_size {}", reader,
-                                        declared_head_sizes(*rd), c.head_size);
+  if (const std::string why = rd->outside_capabilities(kernel_use(c, rd->cache_format)); !why.empty()) {
     if (c.router_policy.empty()) return verdict(Status::Unsupported, reason::kUnsupported, why);
     misrouted = true;
     r.v.detail = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
@@ -226,8 +213,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
       d_slots.upload(s.slots.data(), s.slots.size() * 8);
       const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
-      if (rc != 0)
-        return verdict(Status::Fail, reason::kLaunchError, fmt::format("{} returned {}", c.writer, device::error_text(rc)));
+      if (rc != 0) {
+        const LaunchFailure f = launch_failure(*wr, rc);
+        return verdict(f.status, reason::kLaunchError, f.detail);
+      }
       device::synchronize();
     }
     if (wr) d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
@@ -256,8 +245,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       }
     }
     const int rc = rd->attention(&a, nullptr);
-    if (rc != 0)
-      return verdict(Status::Fail, reason::kLaunchError, fmt::format("{} returned {}", reader, device::error_text(rc)));
+    if (rc != 0) {
+      const LaunchFailure f = launch_failure(*rd, rc);
+      return verdict(f.status, reason::kLaunchError, f.detail);
+    }
     device::synchronize();
 
     GuardedArena out_after(S * NH * HD, 2, 4096, GuardedArena::Uninitialized{});

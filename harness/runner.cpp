@@ -24,7 +24,7 @@ namespace {
 bool is_fixture(const Registry& reg, const CaseResult& cr) {
   if (!cr.c.router_policy.empty() && routing::is_regression_fixture(cr.c.router_policy)) return true;
   for (const std::string* name : {&cr.c.writer, &cr.c.reader, &cr.routed_to}) {
-    const kvh_kernel_desc* d = name->empty() ? nullptr : reg.find(*name);
+    const Kernel* d = name->empty() ? nullptr : reg.find(*name);
     if (d && d->fixture) return true;
   }
   return false;
