@@ -1,0 +1,37 @@
+"""PLANTED BUGS for the bridge's own tests (never a real provider): each one
+shows that a failure in Python reaches the report as it should. Lines marked
+`# PLANTED:` are found by the tests to check the reported file:line."""
+
+import torch
+
+from kvharness import reader, writer
+
+import kvharness_torch
+
+
+@writer("planted_torch_writes_past_page", cache_format="flash", fixture=True,
+        description="PLANTED: correct NHD writes, plus one element just past the page of each written block")
+def writes_past_page(key, value, key_cache, value_cache, slot_mapping, block_size):
+    kvharness_torch.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, block_size)
+    page = 1 + sum((s - 1) * st for s, st in zip(key_cache.shape[1:], key_cache.stride()[1:]))
+    for b in torch.unique(slot_mapping[slot_mapping >= 0] // block_size).tolist():
+        if b + 1 < key_cache.shape[0]:  # torch's storage ends where the view's last element does
+            # Through the view's own storage: in place only if the bridge copied nothing.
+            key_cache.as_strided((1,), (1,), b * key_cache.stride(0) + page).fill_(1.0)  # PLANTED: past the page
+
+
+@writer("planted_torch_raises", cache_format="flash", fixture=True, description="PLANTED: raises ValueError")
+def raises(key, value, key_cache, value_cache, slot_mapping, block_size):
+    raise ValueError(f"planted failure at {key.shape[0]} tokens")  # PLANTED: writer raises
+
+
+def _check_lengths(context_lens):
+    if int(context_lens.max()) > 0:
+        raise RuntimeError("planted reader failure")  # PLANTED: reader raises
+
+
+@reader("planted_torch_reader_raises", cache_format="pa_v1", fixture=True,
+        description="PLANTED: raises RuntimeError in a helper")
+def reader_raises(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len,
+                  scale, k_scale, v_scale, partition_size, workspace):
+    _check_lengths(context_lens)
