@@ -108,7 +108,7 @@ std::string Kernel::outside_capabilities(const KernelUse& u) const {
            cache_format_name(u.cache_format);
   if (!(c.dtypes & (1u << u.dtype)))
     return name + " declares dtype " + dtype_list(c.dtypes) + " only; this case has " + dtype_name(u.dtype);
-  if (c.head_sizes.empty() ? (u.head_size % 8 != 0 || u.head_size > 256)
+  if (c.head_sizes.empty() ? role == KVH_ROLE_READER && (u.head_size % 8 != 0 || u.head_size > 256)
                            : std::find(c.head_sizes.begin(), c.head_sizes.end(), u.head_size) == c.head_sizes.end())
     return name + " declares head_size " + (c.head_sizes.empty() ? "multiples of 8 up to 256" : join(c.head_sizes)) +
            " only; this case has head_size " + std::to_string(u.head_size);

@@ -24,7 +24,7 @@ struct ProviderLoadError : std::runtime_error {
 
 /// A kernel's declared capabilities, owned (kvh_capabilities with defaults applied).
 struct Capabilities {
-  std::vector<int32_t> head_sizes;   // empty: any multiple of 8 up to 256
+  std::vector<int32_t> head_sizes;   // empty: readers any multiple of 8 up to 256, writers any
   std::vector<int32_t> block_sizes;  // empty: any
   uint32_t dtypes = 0;               // bit (1u << kvh_dtype); 0 never after normalisation
   uint32_t cache_formats = 0;        // bit (1u << kvh_cache_format)

@@ -261,10 +261,14 @@ TEST(Capabilities, EveryDeclaredDimensionIsChecked) {
   bad([](KernelUse& u) { u.cache_format = KVH_CACHE_SHUFFLE; }, "declares cache format flash; this case needs shuffle");
 }
 
-TEST(Capabilities, DefaultsAreMultiplesOf8UpTo256AndFp16Bf16) {
+TEST(Capabilities, DefaultsAreMultiplesOf8UpTo256ForReadersAndFp16Bf16) {
   Registry reg;
-  const Kernel& k = *reg.find("reshape_and_cache_flash");
+  KernelUse w;
+  w.head_size = 68, w.block_size = 16, w.num_heads = 4, w.num_kv_heads = 1, w.dtype = KVH_DT_F16;
+  EXPECT_EQ(reg.find("reshape_and_cache_flash")->outside_capabilities(w), "") << "writers: any head size";
+  const Kernel& k = *reg.find("paged_attention_v1");
   KernelUse u;
+  u.cache_format = KVH_CACHE_PA_V1;
   u.head_size = 256, u.block_size = 544, u.num_heads = 64, u.num_kv_heads = 1, u.dtype = KVH_DT_BF16;
   EXPECT_EQ(k.outside_capabilities(u), "");
   u.head_size = 260;

@@ -130,7 +130,7 @@ typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
  *  case names the kernel, and `misroute` when a router picked it. */
 typedef struct kvh_capabilities {
   KVH_STRUCT_SIZE(struct kvh_capabilities);
-  int32_t num_head_sizes;     /* 0: any multiple of x (8) up to 256 */
+  int32_t num_head_sizes;     /* 0: readers any multiple of x (8) up to 256, writers any */
   const int32_t* head_sizes;
   int32_t num_block_sizes;    /* 0: any */
   uint32_t dtypes;            /* bit (1u << kvh_dtype) per K/V/query dtype; 0: fp16 and bf16 */

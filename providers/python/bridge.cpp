@@ -300,7 +300,7 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       py::module_ bridge_py = py::module_::import("kvharness._bridge");
       py::tuple loaded = bridge_py.attr("load")(spec, int(args->device_type), int(args->device_id));
       if (!loaded[1].is_none()) {
-        set_error(args, "python:" + spec + ": " + loaded[1].cast<std::string>());
+        set_error(args, loaded[1].cast<std::string>());  // the harness prefixes python:MODULE
         return 1;
       }
       auto b = std::make_unique<Bridge>();
@@ -316,12 +316,12 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       out->close = close_bridge;
       return 0;
     } catch (py::error_already_set& e) {
-      set_error(args, "python:" + spec + ": the bridge failed: " + e.what());
+      set_error(args, std::string("the bridge failed: ") + e.what());
     } catch (const std::exception& e) {
-      set_error(args, "python:" + spec + ": the bridge failed: " + e.what());
+      set_error(args, std::string("the bridge failed: ") + e.what());
     }
   } catch (...) {
-    set_error(args, "python:" + spec + ": the bridge failed (unknown C++ exception)");
+    set_error(args, "the bridge failed (unknown C++ exception)");
   }
   return 1;
 }

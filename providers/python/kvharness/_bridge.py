@@ -73,8 +73,10 @@ def _import_error(spec: str, e: BaseException) -> str:
     if isinstance(e, SyntaxError) and e.filename:
         where = _where(e.filename, e.lineno or 0)
     else:
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]
-        frames = [f for f in frames if os.path.basename(f.filename) != "_bridge.py"] or frames
+        # The module's own lines, not importlib's nor ours: none when the module itself is not found.
+        skip = (os.path.dirname(importlib.__file__), os.path.abspath(__file__))
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if not f.filename.startswith("<") and not os.path.abspath(f.filename).startswith(skip)]
         if frames:
             where = _where(frames[-1].filename, frames[-1].lineno)
     return f"import failed: {text}" + (f" ({where})" if where else "")

@@ -10,14 +10,15 @@ import kvharness_torch
 
 
 @writer("planted_torch_writes_past_page", cache_format="flash", fixture=True,
-        description="PLANTED: correct NHD writes, plus one element just past the page of each written block")
+        description="PLANTED: correct NHD writes, plus one element just past the V page of each written block "
+                    "(the page padding of a padded cache)")
 def writes_past_page(key, value, key_cache, value_cache, slot_mapping, block_size):
     kvharness_torch.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, block_size)
-    page = 1 + sum((s - 1) * st for s, st in zip(key_cache.shape[1:], key_cache.stride()[1:]))
+    page = 1 + sum((s - 1) * st for s, st in zip(value_cache.shape[1:], value_cache.stride()[1:]))
     for b in torch.unique(slot_mapping[slot_mapping >= 0] // block_size).tolist():
-        if b + 1 < key_cache.shape[0]:  # torch's storage ends where the view's last element does
+        if b + 1 < value_cache.shape[0]:  # torch's storage ends where the view's last element does
             # Through the view's own storage: in place only if the bridge copied nothing.
-            key_cache.as_strided((1,), (1,), b * key_cache.stride(0) + page).fill_(1.0)  # PLANTED: past the page
+            value_cache.as_strided((1,), (1,), b * value_cache.stride(0) + page).fill_(1.0)  # PLANTED: past the page
 
 
 @writer("planted_torch_raises", cache_format="flash", fixture=True, description="PLANTED: raises ValueError")
