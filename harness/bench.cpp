@@ -51,6 +51,21 @@ bool supports_head_size(const Kernel& d, int64_t head_size) {
          std::find(d.caps.head_sizes.begin(), d.caps.head_sizes.end(), head_size) != d.caps.head_sizes.end();
 }
 
+/// The built-in kernels `builtin` in their order, then every kernel of role
+/// `role` that a provider (--provider) added: all but fixtures, and fixtures
+/// only when --kernel names them (an empty Python kernel: the bridge's overhead).
+template <size_t N>
+std::vector<std::string> with_provider_kernels(const char* const (&builtin)[N], int32_t role, const Registry& registry,
+                                               const Options& o) {
+  std::vector<std::string> out(std::begin(builtin), std::end(builtin));
+  for (const std::string& n : registry.names()) {
+    const Kernel* k = registry.find(n);
+    if (k->origin != "builtin" && k->role == role && (!k->fixture || (!o.kernels.empty() && selected(o, n))))
+      out.push_back(n);
+  }
+  return out;
+}
+
 double rotate_bytes(const Options& o) {
   const double mib = o.rotate_mib >= 0 ? o.rotate_mib : (device::info().backend == "cpu" ? 0 : 512);
   return mib * double(kMiB);
@@ -294,7 +309,7 @@ Result run(const Options& o, const Registry& registry) {
       }
     }
     // 2. Writers.
-    for (const char* name : kWriters) {
+    for (const std::string& name : with_provider_kernels(kWriters, KVH_ROLE_WRITER, registry, o)) {
       const Kernel* w = registry.find(name);
       if (!w || !selected(o, name)) continue;
       for (int64_t D : sw.writer_head_sizes)
@@ -309,7 +324,7 @@ Result run(const Options& o, const Registry& registry) {
         }
     }
     // 3. Decode-attention readers.
-    for (const char* name : kReaders) {
+    for (const std::string& name : with_provider_kernels(kReaders, KVH_ROLE_READER, registry, o)) {
       const Kernel* rd = registry.find(name);
       if (!rd || !selected(o, name)) continue;
       for (auto [NH, H] : sw.heads)

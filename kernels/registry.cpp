@@ -282,7 +282,7 @@ std::string find_python_bridge() {
   std::vector<std::string> tried;
   if (const char* env = std::getenv("KVH_PYTHON_BRIDGE"); env && *env) {
     if (exists(env)) return env;
-    tried.push_back(std::string("$KVH_PYTHON_BRIDGE=") + env);
+    throw ProviderLoadError(std::string("$KVH_PYTHON_BRIDGE=") + env + ": no such readable file");
   }
   const std::string next = executable_dir() + "/libkvh_python.so";
   if (exists(next)) return next;

@@ -132,7 +132,7 @@ class Registry {
 };
 
 /// Where `--provider python:MODULE` finds the bridge library, first hit wins:
-/// 1. $KVH_PYTHON_BRIDGE (a path to the library);
+/// 1. $KVH_PYTHON_BRIDGE (a path to the library; when set, it must exist);
 /// 2. libkvh_python.so next to the running executable;
 /// 3. the build tree the harness was configured with (KVH_PYTHON_BRIDGE_BUILD_PATH).
 /// Throws ProviderLoadError listing the places tried when none exists.

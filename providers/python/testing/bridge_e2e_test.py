@@ -12,6 +12,8 @@ TEST is one of:
                        raising line of the provider file; the run goes on
   unimportable_module  a module whose import fails: exit 125 before any case, the module and its failing line
   abi_v1_provider_cli  an ABI 1 provider library loads through --provider (kvharness info)
+  standalone_bridge    `cmake -S providers/python -B DIR && cmake --build DIR` builds the bridge alone, and
+                       $KVH_PYTHON_BRIDGE makes kvharness use it (a wrong path: exit 125 naming it)
 Run from the repository root. Exit status 0 when every check holds.
 """
 
@@ -152,6 +154,25 @@ def unimportable_module(args):
           f"a module that is not on the path: exit 125 (got {p.returncode})")
 
 
+def standalone_bridge(args):
+    """The one command of the README builds the bridge alone; $KVH_PYTHON_BRIDGE selects it."""
+    build = os.path.join(args.out, "bridge")
+    cfg = ["cmake", "-S", "providers/python", "-B", build, f"-DPython3_EXECUTABLE={sys.executable}"]
+    for cmd in (cfg, ["cmake", "--build", build]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, " ".join(cmd) + ("" if p.returncode == 0 else "\n" + p.stdout[-3000:] + p.stderr[-3000:]))
+        if p.returncode:
+            return
+    lib = os.path.join(build, "libkvh_python.so")
+    env = dict(os.environ, KVH_PYTHON_BRIDGE=os.path.abspath(lib))
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:kvharness_torch"], capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and "torch_reshape_and_cache_shuffle" in p.stdout, f"the standalone bridge serves kvharness_torch (exit {p.returncode}) {p.stderr[-500:]}")
+    env["KVH_PYTHON_BRIDGE"] = "/nonexistent/libkvh_python.so"
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:kvharness_torch"], capture_output=True, text=True, env=env)
+    check(p.returncode == 125 and "/nonexistent/libkvh_python.so" in p.stderr,
+          f"$KVH_PYTHON_BRIDGE comes first: a wrong one is exit 125 naming it (exit {p.returncode})")
+
+
 def abi_v1_provider_cli(args):
     p = run(args, "info", "--provider", args.v1_provider)
     check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
@@ -160,7 +181,8 @@ def abi_v1_provider_cli(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("test", choices=["torch_cases", "planted_failures", "unimportable_module", "abi_v1_provider_cli"])
+    ap.add_argument("test", choices=["torch_cases", "planted_failures", "unimportable_module", "abi_v1_provider_cli",
+                                     "standalone_bridge"])
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)
