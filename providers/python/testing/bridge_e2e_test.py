@@ -116,6 +116,17 @@ context_lens = [1, 40]
 block_sizes = [16]
 dtypes = ["fp16"]
 readers = ["planted_torch_reader_raises", "torch_paged_attention_v1"]
+
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+head_sizes = [64, 128]
+batch_sizes = [2]
+context_lens = [1, 40]
+block_sizes = [16, 32]
+dtypes = ["fp16", "bf16"]
+readers = ["planted_torch_hd128_only"]
 """)
     p = run(args, "run", cases_file, "--provider", "python:kvharness_torch", "--provider", "python:" + PLANTED,
             "--report-dir", args.out, "--no-progress")
@@ -138,6 +149,14 @@ readers = ["planted_torch_reader_raises", "torch_paged_attention_v1"]
         got = by.get(name, [])
         check(got and all(c["verdict"] == "PASS" for c in got), f"the run goes on after the crashes: {name} PASSes")
     check(not any(c["verdict"] == "CRASH" and c["reason"] != "launch_error" for c in cases), "no other crash")
+    # Declared capabilities: only hd128/bs16/fp16 runs; every other case is UNSUPPORTED naming the capability.
+    caps = by.get("planted_torch_hd128_only", [])
+    inside = [c for c in caps if c["head_size"] == 128 and c["block_size"] == 16 and c["dtype"] == "fp16"]
+    check(len(caps) == 8 and len(inside) == 1 and inside[0]["verdict"] == "PASS",
+          f"the reader runs inside its capabilities: {[(c['id'], c['verdict']) for c in inside]}")
+    outside = [c for c in caps if c not in inside]
+    check(outside and all(c["verdict"] == "UNSUPPORTED" and "planted_torch_hd128_only declares" in c["detail"] for c in outside),
+          f"outside them UNSUPPORTED with the reason: {[(c['verdict'], c['detail']) for c in outside][:3]}")
 
 
 def unimportable_module(args):

@@ -36,3 +36,9 @@ def _check_lengths(context_lens):
 def reader_raises(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len,
                   scale, k_scale, v_scale, partition_size, workspace):
     _check_lengths(context_lens)
+
+
+@reader("planted_torch_hd128_only", cache_format="pa_v1", head_sizes=(128,), block_sizes=(16,), dtypes=("fp16",),
+        description="the torch pa_v1 reader, declaring head_size 128, block_size 16 and fp16 only")
+def hd128_only(**kwargs):
+    kvharness_torch.paged_attention_v1(**kwargs)
