@@ -131,6 +131,7 @@ struct Registry::Opened {
 };
 
 Registry::Registry() { add_provider(kvh_builtin_open, "", "builtin"); }
+Registry::Registry(NoBuiltins) {}
 Registry::~Registry() = default;
 Registry::Registry(Registry&&) noexcept = default;
 Registry& Registry::operator=(Registry&&) noexcept = default;

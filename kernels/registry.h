@@ -99,6 +99,9 @@ class Registry {
  public:
   /// The built-in kernels only.
   Registry();
+  /// No kernel at all (tests that register stand-ins under built-in names).
+  struct NoBuiltins {};
+  explicit Registry(NoBuiltins);
   ~Registry();
   Registry(Registry&&) noexcept;
   Registry& operator=(Registry&&) noexcept;
