@@ -186,6 +186,36 @@ TEST(RegistryAbi2, ACalleeBuiltAgainstALargerArgsStructSeesNewFieldsAbsent) {
   EXPECT_EQ(got, 48.0);
 }
 
+// A provider compiled against an older, smaller writer-args struct (no
+// block_size yet) reads its own fields from what this harness passes, and
+// sees a struct_size at least as large as its own.
+struct past_write_args {
+  uint32_t struct_size;
+  uint32_t reserved;
+  kvh_tensor key, value, key_cache, value_cache, slot_mapping;
+};
+
+int past_writer(void*, const kvh_write_args* raw, void*) {
+  const auto* a = reinterpret_cast<const past_write_args*>(raw);
+  if (a->struct_size < sizeof(past_write_args)) return 1;  // hipErrorInvalidValue: too old a caller
+  static_cast<int64_t*>(a->key_cache.data)[0] = a->slot_mapping.shape[0];
+  return 0;
+}
+
+TEST(RegistryAbi2, ACalleeBuiltAgainstASmallerArgsStructReadsItsPrefix) {
+  Registry reg;
+  reg.add(writer("past", nullptr, past_writer), "test");
+  int64_t got = 0;
+  kvh_write_args a{};
+  a.key_cache = tensor_at(&got, KVH_DT_I64, {1});
+  a.slot_mapping = tensor_at(nullptr, KVH_DT_I64, {37});
+  ASSERT_EQ(reg.find("past")->write(&a, nullptr), 0);
+  EXPECT_EQ(got, 37);
+  // Known-bad: a caller whose struct is smaller than the callee's is refused, not misread.
+  a.struct_size = offsetof(kvh_write_args, slot_mapping);
+  EXPECT_EQ(reg.find("past")->write(&a, nullptr), 1);
+}
+
 // A provider built against an older, smaller descriptor (no last_error, no
 // capabilities) hands out arrays with its own stride; what lies past its
 // struct_size is not read.
