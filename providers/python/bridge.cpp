@@ -21,6 +21,7 @@
 #endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,9 @@ namespace py = pybind11;
 
 #ifndef KVH_PYTHON_DIR
 #define KVH_PYTHON_DIR ""
+#endif
+#ifndef KVH_PYTHON_EXECUTABLE
+#define KVH_PYTHON_EXECUTABLE ""
 #endif
 
 namespace {
@@ -66,12 +70,32 @@ void promote_libpython() {
     dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
 }
 
+// Starts the interpreter as if $KVH_PYTHON_EXECUTABLE (default: the
+// interpreter the bridge was built against) ran: Python derives sys.prefix
+// and, through pyvenv.cfg beside that executable, a virtualenv's
+// site-packages from it, so a serving image's venv works without PYTHONPATH.
+// Throws std::runtime_error with Python's message when it cannot start.
+void start_interpreter() {
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0;  // the harness owns SIGINT and the fatal-signal report
+  config.parse_argv = 0;
+  const char* env = std::getenv("KVH_PYTHON_EXECUTABLE");
+  const std::string exe = env && *env ? env : KVH_PYTHON_EXECUTABLE;
+  PyStatus st = exe.empty() ? PyStatus_Ok() : PyConfig_SetBytesString(&config, &config.program_name, exe.c_str());
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st))
+    throw std::runtime_error(std::string("cannot start Python (as ") + exe + "): " +
+                             (st.err_msg ? st.err_msg : "unknown error"));
+}
+
 void ensure_interpreter() {
   static std::once_flag once;
   std::call_once(once, [] {
     promote_libpython();
     if (Py_IsInitialized()) return;  // loaded into a Python process: use its interpreter
-    py::initialize_interpreter(/*init_signal_handlers=*/false);  // the harness owns SIGINT/SIGSEGV
+    start_interpreter();
     PyEval_SaveThread();  // release the GIL: held only during calls from now on
   });
 }

@@ -14,6 +14,7 @@ TEST is one of:
   abi_v1_provider_cli  an ABI 1 provider library loads through --provider (kvharness info)
   standalone_bridge    `cmake -S providers/python -B DIR && cmake --build DIR` builds the bridge alone, and
                        $KVH_PYTHON_BRIDGE makes kvharness use it (a wrong path: exit 125 naming it)
+  virtualenv           $KVH_PYTHON_EXECUTABLE=VENV/bin/python3 puts the virtualenv's site-packages on the path
 Run from the repository root. Exit status 0 when every check holds.
 """
 
@@ -192,6 +193,31 @@ def standalone_bridge(args):
           f"$KVH_PYTHON_BRIDGE comes first: a wrong one is exit 125 naming it (exit {p.returncode})")
 
 
+def virtualenv(args):
+    """$KVH_PYTHON_EXECUTABLE set to a virtualenv's python: its site-packages are on the bridge's path."""
+    venv = os.path.join(args.out, "venv")
+    if not os.path.isdir(venv):
+        p = subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], capture_output=True, text=True)
+        check(p.returncode == 0, "python3 -m venv --without-pip " + p.stderr[-500:])
+    site = subprocess.run([os.path.join(venv, "bin", "python3"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(site, "kvh_venv_marker.py"), "w") as f:
+        f.write("FORMAT = 'flash'\n")
+    provider = os.path.join(args.out, "kvharness_venv_provider.py")
+    with open(provider, "w") as f:
+        f.write("import kvh_venv_marker\nfrom kvharness import writer\n\n"
+                "@writer('venv_writer', cache_format=kvh_venv_marker.FORMAT)\n"
+                "def w(key, value, key_cache, value_cache, slot_mapping, block_size):\n    pass\n")
+    env = dict(os.environ, KVH_PYTHON_EXECUTABLE=os.path.join(venv, "bin", "python3"))
+    env.pop("VIRTUAL_ENV", None)
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:" + provider], capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and "venv_writer" in p.stdout, f"the venv's module imports (exit {p.returncode}) {p.stderr[-500:]}")
+    env.pop("KVH_PYTHON_EXECUTABLE")
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:" + provider], capture_output=True, text=True, env=env)
+    check(p.returncode == 125 and "No module named 'kvh_venv_marker'" in p.stderr,
+          f"known-bad: without it the module is not found (exit {p.returncode})")
+
+
 def abi_v1_provider_cli(args):
     p = run(args, "info", "--provider", args.v1_provider)
     check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
@@ -201,7 +227,7 @@ def abi_v1_provider_cli(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("test", choices=["torch_cases", "planted_failures", "unimportable_module", "abi_v1_provider_cli",
-                                     "standalone_bridge"])
+                                     "standalone_bridge", "virtualenv"])
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)
