@@ -19,6 +19,7 @@ providers/python/README.md.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable, Optional, Sequence
 
 __all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES"]
@@ -80,8 +81,17 @@ def _register(fn, **fields):
         raise ValueError(f"kernel {name!r}: max_gqa_ratio must be >= 0")
     fields["head_sizes"] = _int_tuple(fields.get("head_sizes"), "head_sizes", name)
     fields["block_sizes"] = _int_tuple(fields.get("block_sizes"), "block_sizes", name)
-    _KERNELS.append(Kernel(fn=fn, module=fn.__module__, **fields))
+    _KERNELS.append(Kernel(fn=fn, module=_registering_module(), **fields))
     return fn
+
+
+def _registering_module() -> str:
+    """The module whose code applied the decorator (not fn.__module__: a module
+    may register functions defined elsewhere under its own names)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "?") if frame is not None else "?"
 
 
 def writer(name: str, cache_format: str, fixture: bool = False, description: str = "",

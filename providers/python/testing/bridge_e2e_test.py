@@ -14,6 +14,8 @@ TEST is one of:
   abi_v1_provider_cli  an ABI 1 provider library loads through --provider (kvharness info)
   standalone_bridge    `cmake -S providers/python -B DIR && cmake --build DIR` builds the bridge alone, and
                        $KVH_PYTHON_BRIDGE makes kvharness use it (a wrong path: exit 125 naming it)
+  triton_case_file     cases/triton.toml with torch stand-ins under the Triton names: the names resolve, every
+                       case but the fixture's PASSes, the fixture FAILs on interleaved and padded only
   virtualenv           $KVH_PYTHON_EXECUTABLE=VENV/bin/python3 puts the virtualenv's site-packages on the path
 Run from the repository root. Exit status 0 when every check holds.
 """
@@ -92,6 +94,23 @@ def torch_cases(args):
     check(torch_fx and not diff, f"torch fixture verdicts == built-in fixture verdicts on {len(torch_fx)} cases {diff[:3]}")
     failing_layouts = {k.split("/")[4] for k, v in torch_fx.items() if v == "FAIL"}
     check(failing_layouts == {"interleaved", "padded"}, f"the fixtures fail on interleaved and padded: {sorted(failing_layouts)}")
+
+
+def triton_case_file(args):
+    """cases/triton.toml with the torch kernels standing in under the Triton names (kvharness_triton_names.py)."""
+    p = run(args, "run", "cases/triton.toml", "--provider", "python:providers/python/testing/kvharness_triton_names.py",
+            "--report-dir", args.out, "--no-progress")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(args.out)
+    fixture = "triton_fixture_shuffle_contiguous"
+    others = [c for c in cases if "fixture" not in (c.get("writer") or "")]  # both fixtures run
+    bad = [(c["id"], c["verdict"]) for c in others if c["verdict"] != "PASS"]
+    check(others and not bad, f"{len(others)} cases without the fixture all PASS {bad[:3]}")
+    fx = [c for c in cases if c.get("writer") == fixture]
+    fails = {c["layout"] for c in fx if c["verdict"] == "FAIL"}
+    passes = {c["layout"] for c in fx if c["verdict"] == "PASS"}
+    check(fails == {"interleaved", "padded"} and passes >= {"separate", "kv_first"} and not fails & passes,
+          f"the fixture FAILs on interleaved and padded only: fails {sorted(fails)}, passes {sorted(passes)}")
 
 
 def planted_failures(args):
@@ -227,7 +246,7 @@ def abi_v1_provider_cli(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("test", choices=["torch_cases", "planted_failures", "unimportable_module", "abi_v1_provider_cli",
-                                     "standalone_bridge", "virtualenv"])
+                                     "standalone_bridge", "virtualenv", "triton_case_file"])
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)
