@@ -145,11 +145,13 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     if (!wr || wr->role != KVH_ROLE_WRITER)
       return verdict(Status::Unsupported, reason::kUnsupported, "no cache writer named '" + c.writer + "'");
     if (wr->cache_format != rd->cache_format) {
-      const std::string why = fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
-                                          cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format));
+      const std::string why =
+          fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
+                      cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format));
       if (c.router_policy.empty()) return verdict(Status::Unsupported, reason::kUnsupported, why);
       return verdict(Status::Fail, reason::kMisroute,  // cannot be launched even with --launch-misrouted
-                     fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why));
+                     fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason,
+                                 why));
     }
     if (std::string why = wr->outside_capabilities(kernel_use(c, wr->cache_format)); !why.empty())
       return verdict(Status::Unsupported, reason::kUnsupported, why);

@@ -38,8 +38,9 @@ Registry narrow_registry() {
   reg.add(reader_desc<kvh_paged_attention_rocm>("paged_attention_rocm", "narrow", KVH_CACHE_SHUFFLE, 0, ws, &caps),
           "test");
   reg.add(reader_desc<kvh_paged_attention_v1>("pa_fwd_asm", "pa_v1 stand-in", KVH_CACHE_PA_V1, 0, ws), "test");
-  reg.add(writer_desc<kvh_reshape_and_cache_shuffle>("reshape_and_cache_shuffle", "shuffle writer", KVH_CACHE_SHUFFLE, 0),
-          "test");
+  reg.add(
+      writer_desc<kvh_reshape_and_cache_shuffle>("reshape_and_cache_shuffle", "shuffle writer", KVH_CACHE_SHUFFLE, 0),
+      "test");
   return reg;
 }
 

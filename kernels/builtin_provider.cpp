@@ -26,7 +26,8 @@ const kvh_capabilities kAsmCaps = asm_caps();
 const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
 
 const kvh_kernel_desc kBuiltins[] = {
-    writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware", KVH_CACHE_NHD, 0),
+    writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
+                                             KVH_CACHE_NHD, 0),
     writer_desc<kvh_reshape_and_cache>("reshape_and_cache", "pa_v1 (shuffle=0) cache writer, stride-aware",
                                        KVH_CACHE_PA_V1, 0),
     writer_desc<kvh_reshape_and_cache_shuffle>("reshape_and_cache_shuffle",
@@ -40,7 +41,8 @@ const kvh_kernel_desc kBuiltins[] = {
                                         "paged decode attention, pa_v1 V layout (shuffle=0), split-K", KVH_CACHE_PA_V1,
                                         0, kSplitK),
     reader_desc<kvh_paged_attention_rocm>(
-        "paged_attention_rocm", "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
+        "paged_attention_rocm",
+        "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
         KVH_CACHE_SHUFFLE, 0, kSplitK),
     reader_desc<kvh_pa_fwd_asm>(
         "pa_fwd_asm",

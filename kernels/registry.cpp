@@ -151,7 +151,8 @@ void Registry::add_provider(kvh_provider_open_fn open, const std::string& config
     throw ProviderLoadError(origin + ": kvh_provider_open threw");
   }
   if (rc != 0)
-    throw ProviderLoadError(origin + ": " + (error[0] ? std::string(error, strnlen(error, sizeof(error))) : "open failed (code " + std::to_string(rc) + ")"));
+    throw ProviderLoadError(origin + ": " + (error[0] ? std::string(error, strnlen(error, sizeof(error)))
+                                                      : "open failed (code " + std::to_string(rc) + ")"));
   if (p.close) {
     opened_.push_back(std::make_unique<Opened>());
     opened_.back()->close = p.close;

@@ -233,7 +233,9 @@ int open_old(const kvh_open_args* args, kvh_provider* out) {
   }
   out->num_kernels = 2;
   out->kernels = reinterpret_cast<const kvh_kernel_desc*>(storage.data());
-  return std::strcmp(args->config, "ok") == 0 ? 0 : (std::snprintf(args->error, args->error_size, "bad config '%s'", args->config), 3);
+  if (std::strcmp(args->config, "ok") == 0) return 0;
+  std::snprintf(args->error, args->error_size, "bad config '%s'", args->config);
+  return 3;
 }
 
 TEST(RegistryAbi2, DescriptorsOfASmallerStructAreWalkedWithTheirOwnStride) {

@@ -51,10 +51,16 @@ kvh_kernel_desc reader(const char* name, const char* description) {
 }
 
 const kvh_kernel_desc kPlanted[] = {
-    reader<planted<DropTailPartition>>("planted_drop_tail_partition", "PLANTED BUG: drops the last partition of a sequence whose length is not a multiple of partition_size"),
-    reader<planted<GqaModulo>>("planted_gqa_modulo", "PLANTED BUG: GQA maps query head h to kv head h % num_kv_heads"),
-    reader<planted<ReduceLastMax>>("planted_reduce_last_max", "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max"),
-    reader<planted<MissingSoftmaxBarrier>>("planted_missing_softmax_barrier", "PLANTED BUG: no __syncthreads between the softmax numerators and P.V"),
+    reader<planted<DropTailPartition>>(
+        "planted_drop_tail_partition",
+        "PLANTED BUG: drops the last partition of a sequence whose length is not a multiple of partition_size"),
+    reader<planted<GqaModulo>>("planted_gqa_modulo",
+                               "PLANTED BUG: GQA maps query head h to kv head h % num_kv_heads"),
+    reader<planted<ReduceLastMax>>(
+        "planted_reduce_last_max",
+        "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max"),
+    reader<planted<MissingSoftmaxBarrier>>(
+        "planted_missing_softmax_barrier", "PLANTED BUG: no __syncthreads between the softmax numerators and P.V"),
 };
 
 }  // namespace
