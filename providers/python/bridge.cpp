@@ -48,6 +48,7 @@ struct KernelCtx {
   Bridge* bridge = nullptr;
   int index = 0;  // in _bridge's kernel list
   std::string name, description, error;
+  std::string pending;  // workspace_bytes raised: reported by the launch that follows
   std::vector<int32_t> head_sizes, block_sizes;
   kvh_capabilities caps{};
 };
@@ -226,15 +227,24 @@ int py_write(void* ctx, const kvh_write_args* a, void* stream) {
 
 int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
   auto* k = static_cast<KernelCtx*>(ctx);
+  if (!k->pending.empty()) {  // sizing the workspace is part of the launch
+    k->error = std::move(k->pending);
+    k->pending.clear();
+    return KVH_RAISED;
+  }
   return guarded(k, [&] {
     return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true), reinterpret_cast<uintptr_t>(stream));
   });
 }
 
+// A Python workspace_bytes that raises reports 0 bytes and leaves its error
+// pending: the launch that follows returns KVH_RAISED with it, so the case is
+// CRASH launch_error with the provider's file:line like any raising kernel.
 int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
   auto* k = static_cast<KernelCtx*>(ctx);
   *bytes = 0;
-  return guarded(k, [&]() -> py::object {
+  k->pending.clear();
+  const int rc = guarded(k, [&]() -> py::object {
     py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false));
     if (py::isinstance<py::int_>(r)) {
       const long long n = r.cast<long long>();
@@ -244,6 +254,8 @@ int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
     }
     return r;  // the error text
   });
+  if (rc != 0) k->pending = "workspace_bytes: " + k->error;
+  return 0;
 }
 
 const char* py_last_error(void* ctx) { return static_cast<KernelCtx*>(ctx)->error.c_str(); }

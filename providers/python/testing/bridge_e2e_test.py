@@ -135,7 +135,7 @@ batch_sizes = [2]
 context_lens = [1, 40]
 block_sizes = [16]
 dtypes = ["fp16"]
-readers = ["planted_torch_reader_raises", "torch_paged_attention_v1"]
+readers = ["planted_torch_reader_raises", "planted_torch_workspace_raises", "torch_paged_attention_v1"]
 
 [[attention]]
 models = ["Qwen3-235B-A22B"]
@@ -159,7 +159,9 @@ readers = ["planted_torch_hd128_only"]
     check(past and all(c["verdict"] == "FAIL" and c["reason"] == "out_of_view_write" for c in past),
           f"writing past the page through the view is out_of_view_write: {[(c['verdict'], c['reason']) for c in past]}")
     for name, marker, text in (("planted_torch_raises", "# PLANTED: writer raises", "ValueError: planted failure at 64 tokens"),
-                               ("planted_torch_reader_raises", "# PLANTED: reader raises", "RuntimeError: planted reader failure")):
+                               ("planted_torch_reader_raises", "# PLANTED: reader raises", "RuntimeError: planted reader failure"),
+                               ("planted_torch_workspace_raises", "# PLANTED: workspace raises",
+                                "workspace_bytes: OverflowError: planted workspace failure at block_size 16")):
         where = f"{PLANTED}:{marked_line(PLANTED, marker)}"
         got = by.get(name, [])
         ok = got and all(c["verdict"] == "CRASH" and c["reason"] == "launch_error" and text in c["detail"]

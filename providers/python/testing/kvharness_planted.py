@@ -42,3 +42,13 @@ def reader_raises(out, query, key_cache, value_cache, block_tables, context_lens
         description="the torch pa_v1 reader, declaring head_size 128, block_size 16 and fp16 only")
 def hd128_only(**kwargs):
     kvharness_torch.paged_attention_v1(**kwargs)
+
+
+def _workspace_raises(block_size, **kwargs):
+    raise OverflowError(f"planted workspace failure at block_size {block_size}")  # PLANTED: workspace raises
+
+
+@reader("planted_torch_workspace_raises", cache_format="pa_v1", fixture=True, workspace_bytes=_workspace_raises,
+        description="PLANTED: its workspace_bytes raises")
+def workspace_raises(**kwargs):
+    kvharness_torch.paged_attention_v1(**kwargs)
