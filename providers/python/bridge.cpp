@@ -131,15 +131,16 @@ DLDataType dl_dtype(int32_t dt) {
   throw std::invalid_argument("kvh_tensor with unknown dtype " + std::to_string(dt));
 }
 
-/// A "dltensor" capsule viewing `t` in place (None for an absent tensor).
-py::object capsule(const kvh_tensor& t, const Bridge& b) {
+/// A "dltensor" capsule viewing `t` in place (None for an absent tensor), of
+/// element type `dtype` (default: t.dtype's).
+py::object capsule(const kvh_tensor& t, const Bridge& b, const DLDataType* dtype = nullptr) {
   if (!t.data && t.ndim == 0) return py::none();
   if (t.ndim < 0 || t.ndim > KVH_MAX_DIMS) throw std::invalid_argument("kvh_tensor with ndim " + std::to_string(t.ndim));
   auto m = std::make_unique<Managed>();
   m->t.dl_tensor.data = t.data;
   m->t.dl_tensor.device = DLDevice{static_cast<DLDeviceType>(b.device_type), b.device_id};
   m->t.dl_tensor.ndim = t.ndim;
-  m->t.dl_tensor.dtype = dl_dtype(t.dtype);
+  m->t.dl_tensor.dtype = dtype ? *dtype : dl_dtype(t.dtype);
   for (int i = 0; i < t.ndim; ++i) m->shape[i] = t.shape[i], m->strides[i] = t.stride[i];
   m->t.dl_tensor.shape = m->shape;
   m->t.dl_tensor.strides = m->strides;
@@ -157,14 +158,11 @@ py::object bytes_capsule(void* data, uint64_t bytes, const Bridge& b) {
   if (!data) return py::none();
   kvh_tensor t{};
   t.data = data;
-  t.dtype = KVH_DT_I32;  // placeholder, replaced below
   t.ndim = 1;
   t.shape[0] = int64_t(bytes);
   t.stride[0] = 1;
-  py::object c = capsule(t, b);
-  auto* dl = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c.ptr(), "dltensor"));
-  dl->dl_tensor.dtype = DLDataType{kDLUInt, 8, 1};
-  return c;
+  const DLDataType u8{kDLUInt, 8, 1};
+  return capsule(t, b, &u8);
 }
 
 // ---- keyword arguments, named as in provider.h ----

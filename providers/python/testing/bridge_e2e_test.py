@@ -135,7 +135,8 @@ batch_sizes = [2]
 context_lens = [1, 40]
 block_sizes = [16]
 dtypes = ["fp16"]
-readers = ["planted_torch_reader_raises", "planted_torch_workspace_raises", "torch_paged_attention_v1"]
+readers = ["planted_torch_reader_raises", "planted_torch_workspace_raises", "torch_paged_attention_v1",
+           "torch_checks_workspace"]
 
 [[attention]]
 models = ["Qwen3-235B-A22B"]
@@ -167,7 +168,7 @@ readers = ["planted_torch_hd128_only"]
         ok = got and all(c["verdict"] == "CRASH" and c["reason"] == "launch_error" and text in c["detail"]
                          and where in c["detail"] for c in got)
         check(ok, f"{name} is CRASH launch_error with '{text}' at {where}: {[(c['verdict'], c['reason'], c['detail']) for c in got]}")
-    for name in ("torch_reshape_and_cache_flash", "torch_paged_attention_v1"):
+    for name in ("torch_reshape_and_cache_flash", "torch_paged_attention_v1", "torch_checks_workspace"):
         got = by.get(name, [])
         check(got and all(c["verdict"] == "PASS" for c in got), f"the run goes on after the crashes: {name} PASSes")
     check(not any(c["verdict"] == "CRASH" and c["reason"] != "launch_error" for c in cases), "no other crash")

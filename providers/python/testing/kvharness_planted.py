@@ -52,3 +52,15 @@ def _workspace_raises(block_size, **kwargs):
         description="PLANTED: its workspace_bytes raises")
 def workspace_raises(**kwargs):
     kvharness_torch.paged_attention_v1(**kwargs)
+
+
+@reader("torch_checks_workspace", cache_format="pa_v1",
+        workspace_bytes=lambda query, max_context_len, **kw: query.shape[0] * query.shape[1] * max_context_len * 4,
+        description="not a bug: asserts it got a uint8 workspace of the size it asked for, fills it, then reads")
+def checks_workspace(workspace, query, max_context_len, **kwargs):
+    want = query.shape[0] * query.shape[1] * max_context_len * 4
+    if workspace is None or workspace.dtype != torch.uint8 or workspace.shape != (want,):
+        raise AssertionError(f"workspace {None if workspace is None else (workspace.dtype, tuple(workspace.shape))}, "
+                             f"want uint8 ({want},)")
+    workspace.fill_(0)  # in place on the harness's workspace buffer
+    kvharness_torch.paged_attention_v1(query=query, max_context_len=max_context_len, workspace=workspace, **kwargs)
