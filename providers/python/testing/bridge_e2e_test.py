@@ -23,6 +23,7 @@ Run from the repository root. Exit status 0 when every check holds.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -200,6 +201,8 @@ def standalone_bridge(args):
     """The one command of the README builds the bridge alone; $KVH_PYTHON_BRIDGE selects it."""
     build = os.path.join(args.out, "bridge")
     cfg = ["cmake", "-S", "providers/python", "-B", build, f"-DPython3_EXECUTABLE={sys.executable}"]
+    if shutil.which("ninja") and not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        cfg += ["-G", "Ninja"]  # CI installs ninja-build, not make
     for cmd in (cfg, ["cmake", "--build", build]):
         p = subprocess.run(cmd, capture_output=True, text=True)
         check(p.returncode == 0, " ".join(cmd) + ("" if p.returncode == 0 else "\n" + p.stdout[-3000:] + p.stderr[-3000:]))
