@@ -97,6 +97,23 @@ TEST(RegistryLoad, MissingLibraryAndMissingSymbolsAreProviderLoadErrors) {
 
 // ---- ABI 2 ----
 
+TEST(RegistryAbi2, ALibraryIsOpenedWithTheConfigurationAfterTheQuestionMark) {
+  Registry reg;
+  try {
+    reg.load_provider(KVH_TEST_C_PROVIDER "?fast");
+    FAIL() << "the provider refuses any configuration";
+  } catch (const ProviderLoadError& e) {
+    EXPECT_EQ(std::string(e.what()), KVH_TEST_C_PROVIDER "?fast: this provider takes no configuration");
+  }
+  reg.load_provider(KVH_TEST_C_PROVIDER);
+  const Kernel* k = reg.find("c_write_nothing");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->abi_version, KVH_ABI_VERSION);
+  EXPECT_EQ(k->caps.head_sizes, std::vector<int32_t>{128});
+  kvh_write_args a{};
+  EXPECT_EQ(k->write(&a, nullptr), 0);
+}
+
 int add_context(void* ctx, const kvh_write_args* a, void*) {
   static_cast<int64_t*>(a->key_cache.data)[0] += *static_cast<int64_t*>(ctx);
   return 0;

@@ -189,6 +189,8 @@ typedef struct kvh_provider {
 /** The ABI 2 entry point: 0 on success, else non-zero with args->error filled
  *  (the harness stops before running any case: an untestable build). */
 typedef int (*kvh_provider_open_fn)(const kvh_open_args* args, kvh_provider* out);
+/** What a provider library defines (declared here so that a C++ definition gets C linkage). */
+int kvh_provider_open(const kvh_open_args* args, kvh_provider* out);
 
 /* ---- ABI 1, frozen: layouts of providers built against kvharness 0.1 ---- */
 

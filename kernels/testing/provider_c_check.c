@@ -1,5 +1,7 @@
 /* kvharness/provider.h is a C header: a minimal ABI 2 provider written in C99.
- * CTest compiles it (provider_header_is_c99); it is never linked. */
+ * CTest checks it as C (provider_header_is_c99); it is also built (as C++, the
+ * project's one language) into a library that registry_test loads with and
+ * without a configuration string. */
 #include <stdio.h>
 #include <string.h>
 
