@@ -15,6 +15,8 @@ packages=(
   libtomlplusplus-dev              # toml++ 3.3: case files
   nlohmann-json3-dev               # nlohmann-json 3.11: reports
   libboost-fiber-dev libboost-context-dev  # Boost.Fiber 1.74: the cpu backend's SIMT runtime
+  python3-dev pybind11-dev libdlpack-dev   # the Python provider bridge (providers/python)
+  python3-torch python3-numpy              # torch 1.13 (CPU): kvharness_torch and the bridge's tests
 )
 
 missing=()

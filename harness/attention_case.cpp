@@ -24,19 +24,6 @@ namespace {
 
 constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs with a recognisable payload
 
-bool supports_head_size(const kvh_kernel_desc& d, int64_t head_size) {
-  if (d.num_head_sizes == 0) return head_size % 8 == 0 && head_size <= 256;
-  for (int32_t i = 0; i < d.num_head_sizes; ++i)
-    if (d.head_sizes[i] == head_size) return true;
-  return false;
-}
-
-std::string declared_head_sizes(const kvh_kernel_desc& d) {
-  if (d.num_head_sizes == 0) return "multiples of 8 up to 256";
-  std::vector<int32_t> v(d.head_sizes, d.head_sizes + d.num_head_sizes);
-  return fmt::format("{}", fmt::join(v, ", "));
-}
-
 // The sequences of one case: lengths, block tables, and every token's slot.
 struct Sequences {
   std::vector<int32_t> context_lens;
@@ -161,25 +148,32 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
   }
   r.routed_to = reader;
-  const kvh_kernel_desc* rd = registry.find(reader);
+  const Kernel* rd = registry.find(reader);
   if (!rd || rd->role != KVH_ROLE_READER || !rd->attention)
     return unsupported("no decode-attention reader named '" + reader + "'");
-  const kvh_kernel_desc* wr = nullptr;
+  const Kernel* wr = nullptr;
   if (c.kind == CaseKind::Pipeline) {
     wr = registry.find(c.writer);
     if (!wr || wr->role != KVH_ROLE_WRITER) return unsupported("no cache writer named '" + c.writer + "'");
-    if (wr->cache_format != rd->cache_format)
-      return unsupported(fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
-                                     cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format)));
+    if (wr->cache_format != rd->cache_format) {
+      const std::string why =
+          fmt::format("writer {} writes the {} cache but reader {} reads {}", c.writer,
+                      cache_format_name(wr->cache_format), reader, cache_format_name(rd->cache_format));
+      if (c.router_policy.empty()) return unsupported(why);
+      // Cannot be launched even with --launch-misrouted: the reader cannot read this writer's cache.
+      add_cause(r.v, component::kRouter, reason::kMisroute,
+                fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why));
+      return r;
+    }
+    if (std::string why = wr->outside_capabilities(kernel_use(c, wr->cache_format)); !why.empty())
+      return unsupported(why);
   }
 
   // 2. Capabilities: a router that picks a kernel outside them has misrouted.
   // A pipeline still runs its writer first: the writer's own damage is a
   // separate cause that a misroute must not hide.
   std::string misroute;
-  if (!supports_head_size(*rd, c.head_size)) {
-    const std::string why = fmt::format("{} declares head_size {} only; this case has head_size {}", reader,
-                                        declared_head_sizes(*rd), c.head_size);
+  if (const std::string why = rd->outside_capabilities(kernel_use(c, rd->cache_format)); !why.empty()) {
     if (c.router_policy.empty()) return unsupported(why);
     misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
     if (!wr && !options.launch_misrouted) {
@@ -246,8 +240,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       on_device = component::kWriter;
       const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
       if (rc != 0) {
-        add_cause(r.v, component::kWriter, reason::kLaunchError,
-                  fmt::format("{} returned {}", c.writer, device::error_text(rc)));
+        const LaunchFailure f = launch_failure(*wr, rc);
+        add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
         if (!misroute.empty()) add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
         return r;
       }
@@ -292,8 +286,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     on_device = component::kReader;
     const int rc = rd->attention(&a, nullptr);
     if (rc != 0) {
-      add_cause(r.v, component::kReader, reason::kLaunchError,
-                fmt::format("{} returned {}", reader, device::error_text(rc)));
+      const LaunchFailure f = launch_failure(*rd, rc);
+      add_cause(r.v, component::kReader, reason::kLaunchError, f.detail, f.status == Status::Crash);
       return r;
     }
     device::synchronize();

@@ -46,11 +46,24 @@ bool selected(const Options& o, const std::string& name) {
   return o.kernels.empty() || std::find(o.kernels.begin(), o.kernels.end(), name) != o.kernels.end();
 }
 
-bool supports_head_size(const kvh_kernel_desc& d, int64_t head_size) {
-  if (d.num_head_sizes == 0) return true;
-  for (int32_t i = 0; i < d.num_head_sizes; ++i)
-    if (d.head_sizes[i] == head_size) return true;
-  return false;
+bool supports_head_size(const Kernel& d, int64_t head_size) {
+  return d.caps.head_sizes.empty() ||
+         std::find(d.caps.head_sizes.begin(), d.caps.head_sizes.end(), head_size) != d.caps.head_sizes.end();
+}
+
+/// The built-in kernels `builtin` in their order, then every kernel of role
+/// `role` that a provider (--provider) added: all but fixtures, and fixtures
+/// only when --kernel names them (an empty Python kernel: the bridge's overhead).
+template <size_t N>
+std::vector<std::string> with_provider_kernels(const char* const (&builtin)[N], int32_t role, const Registry& registry,
+                                               const Options& o) {
+  std::vector<std::string> out(std::begin(builtin), std::end(builtin));
+  for (const std::string& n : registry.names()) {
+    const Kernel* k = registry.find(n);
+    if (k->origin != "builtin" && k->role == role && (!k->fixture || (!o.kernels.empty() && selected(o, n))))
+      out.push_back(n);
+  }
+  return out;
 }
 
 double rotate_bytes(const Options& o) {
@@ -78,7 +91,7 @@ void finish(Row& r, const device::Timing& t, double copy_gbps) {
   r.pct_of_copy = copy_gbps > 0 ? 100.0 * r.gbps / copy_gbps : 0;
 }
 
-Row measure_writer(const kvh_kernel_desc& w, int64_t T, int64_t H, int64_t D, const Options& o, double copy_gbps) {
+Row measure_writer(const Kernel& w, int64_t T, int64_t H, int64_t D, const Options& o, double copy_gbps) {
   Row r;
   r.kernel = w.name;
   r.kind = "writer";
@@ -129,7 +142,7 @@ Row measure_writer(const kvh_kernel_desc& w, int64_t T, int64_t H, int64_t D, co
   return r;
 }
 
-Row measure_reader(const kvh_kernel_desc& rd, int64_t S, int64_t C, int64_t NH, int64_t H, int64_t D,
+Row measure_reader(const Kernel& rd, int64_t S, int64_t C, int64_t NH, int64_t H, int64_t D,
                    const Options& o, double copy_gbps) {
   Row r;
   r.kernel = rd.name;
@@ -296,8 +309,8 @@ Result run(const Options& o, const Registry& registry) {
       }
     }
     // 2. Writers.
-    for (const char* name : kWriters) {
-      const kvh_kernel_desc* w = registry.find(name);
+    for (const std::string& name : with_provider_kernels(kWriters, KVH_ROLE_WRITER, registry, o)) {
+      const Kernel* w = registry.find(name);
       if (!w || !selected(o, name)) continue;
       for (int64_t D : sw.writer_head_sizes)
         for (int64_t T : sw.tokens) {
@@ -311,8 +324,8 @@ Result run(const Options& o, const Registry& registry) {
         }
     }
     // 3. Decode-attention readers.
-    for (const char* name : kReaders) {
-      const kvh_kernel_desc* rd = registry.find(name);
+    for (const std::string& name : with_provider_kernels(kReaders, KVH_ROLE_READER, registry, o)) {
+      const Kernel* rd = registry.find(name);
       if (!rd || !selected(o, name)) continue;
       for (auto [NH, H] : sw.heads)
         for (int64_t D : sw.reader_head_sizes) {

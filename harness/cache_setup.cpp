@@ -1,5 +1,6 @@
 #include "cache_setup.h"
 
+#include "device.h"
 #include "values.h"
 #include "views.h"
 
@@ -57,7 +58,23 @@ FusedQkv fused_qkv_views(int64_t T, int64_t nh, int64_t nkv, int64_t hd) {
   return f;
 }
 
-int launch_writer(const kvh_kernel_desc& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
+LaunchFailure launch_failure(const Kernel& k, int rc) {
+  if (rc == KVH_RAISED) return {Status::Crash, k.name + " raised: " + k.last_error()};
+  return {Status::Fail, k.name + " returned " + device::error_text(rc)};
+}
+
+KernelUse kernel_use(const Case& c, int32_t cache_format) {
+  KernelUse u;
+  u.head_size = c.head_size;
+  u.block_size = c.block_size;
+  u.num_heads = c.num_heads;
+  u.num_kv_heads = c.num_kv_heads;
+  u.dtype = to_kvh(c.dtype);
+  u.cache_format = cache_format;
+  return u;
+}
+
+int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
                   void* d_slots, int64_t num_tokens, DType dtype) {
   kvh_write_args a{};
   const kvh_dtype dt = to_kvh(dtype);

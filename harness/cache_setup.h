@@ -9,6 +9,8 @@
 #include "case.h"
 #include "kvharness/provider.h"
 #include "layout.h"
+#include "registry.h"
+#include "verdict.h"
 
 namespace kvh {
 
@@ -36,7 +38,20 @@ kvh_dtype to_kvh(DType d);
 /// Calls writer `w` on device buffers: the cache storage (element 0 at
 /// d_storage), the fused QKV buffer and slot_mapping [num_tokens] int64.
 /// Returns the writer's return code.
-int launch_writer(const kvh_kernel_desc& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
+/// The outcome of a launch that returned rc != 0: CRASH when the provider
+/// raised (KVH_RAISED; detail: "NAME raised: " + its message, e.g. a Python
+/// exception with the provider's file:line), else FAIL (the kernel refused the
+/// arguments; detail: "NAME returned " + the runtime's error text).
+struct LaunchFailure {
+  Status status;
+  std::string detail;
+};
+LaunchFailure launch_failure(const Kernel& k, int rc);
+
+/// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities).
+KernelUse kernel_use(const Case& c, int32_t cache_format);
+
+int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
                   void* d_slots, int64_t num_tokens, DType dtype);
 
 }  // namespace kvh

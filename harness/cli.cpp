@@ -63,7 +63,7 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
            {std::tuple<const char*, const std::string&, int>{"writer", c.writer, KVH_ROLE_WRITER},
             {"reader", c.reader, KVH_ROLE_READER}}) {
         if (name.empty()) continue;
-        const kvh_kernel_desc* d = reg.find(name);
+        const Kernel* d = reg.find(name);
         if (!d || d->role != role)
           throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", c.source, field, name,
                                           d ? fmt::format("a {} kernel, not a {}",
@@ -99,11 +99,15 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
   return out;
 }
 
+constexpr const char* kProviderHelp =
+    "python:MODULE (a module on PYTHONPATH or a .py file, through the Python bridge), or a shared library "
+    "exporting " KVH_PROVIDER_OPEN_SYMBOL " (LIB?CONFIG) or " KVH_PROVIDER_SYMBOL_V1 "; repeatable";
+
 void add_common(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("case_files", o.case_files, "TOML case files (default: cases/default.toml)");
   cmd->add_option("--filter,-f", o.filter, "e.g. head_size=256,layout=interleaved|padded,writer!=fixture_*");
   cmd->add_option("--seed", o.seed, "replace every case file's seeds with this one");
-  cmd->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+  cmd->add_option("--provider", o.providers, kProviderHelp);
 }
 
 Registry make_registry(const RunOptions& o) {
@@ -129,7 +133,7 @@ void print_info(const Registry& reg) {
   if (i.memory_bytes) fmt::print("memory         {:.1f} GiB\n", double(i.memory_bytes) / (1ull << 30));
   fmt::print("\nkernels:\n");
   for (const auto& n : reg.names()) {
-    const kvh_kernel_desc* d = reg.find(n);
+    const Kernel* d = reg.find(n);
     fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
                cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
   }
@@ -194,7 +198,7 @@ int cli_main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "print the id of every case the files and filter select");
   add_common(list, o);
   auto* info = app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
-  info->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+  info->add_option("--provider", o.providers, kProviderHelp);
   bench::Options bo;
   auto* bench_cmd = app.add_subcommand(
       "bench", "copy bandwidth, then time every writer and decode reader over a size sweep: GB/s and % of copy");
@@ -209,7 +213,7 @@ int cli_main(int argc, char** argv) {
   bench_cmd->add_option("--rotate-mib", bo.rotate_mib,
                         "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
   bench_cmd->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
-  bench_cmd->add_option("--provider", o.providers, "shared library exporting " KVH_PROVIDER_SYMBOL);
+  bench_cmd->add_option("--provider", o.providers, kProviderHelp);
   std::string cmp_a, cmp_b, cmp_fail_on = "regressions";
   compare::Options co;
   auto* cmp = app.add_subcommand(

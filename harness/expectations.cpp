@@ -10,7 +10,7 @@ namespace kvh {
 namespace {
 
 bool kernel_is_fixture(const Registry& reg, const std::string& name) {
-  const kvh_kernel_desc* d = name.empty() ? nullptr : reg.find(name);
+  const Kernel* d = name.empty() ? nullptr : reg.find(name);
   return d && d->fixture;
 }
 

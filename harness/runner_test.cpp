@@ -119,12 +119,17 @@ TEST(Runner, FaultAtTheLastCaseStillMarksTheRunIncomplete) {
   std::filesystem::remove_all(o.report_dir);
 }
 
-int throwing_writer(const kvh_write_args*, void*) { throw std::runtime_error("the harness's own bug"); }
+int throwing_writer(void*, const kvh_write_args*, void*) { throw std::runtime_error("the harness's own bug"); }
 
 TEST(Runner, ACrashThatKeepsTheDeviceUsableDoesNotStopTheRun) {
   Registry reg;
-  kvh_kernel_desc d{KVH_ABI_VERSION, "test_throwing_writer", "throws", KVH_ROLE_WRITER, KVH_CACHE_NHD, 0,
-                    throwing_writer, nullptr, nullptr, nullptr, 0, {}};
+  kvh_kernel_desc d{};
+  d.abi_version = KVH_ABI_VERSION;
+  d.name = "test_throwing_writer";
+  d.description = "throws";
+  d.role = KVH_ROLE_WRITER;
+  d.cache_format = KVH_CACHE_NHD;
+  d.write = throwing_writer;
   reg.add(d, "test");
   const std::vector<Case> cases = {write_case("test_throwing_writer"), write_case("reshape_and_cache_flash")};
   RunOptions o;

@@ -54,9 +54,10 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     r.v.detail = std::move(why);
     return r;
   };
-  const kvh_kernel_desc* w = registry.find(c.writer);
+  const Kernel* w = registry.find(c.writer);
   if (!w) return unsupported("no kernel named '" + c.writer + "' is registered");
   if (w->role != KVH_ROLE_WRITER || !w->write) return unsupported("kernel '" + c.writer + "' is not a cache writer");
+  if (std::string why = w->outside_capabilities(kernel_use(c, w->cache_format)); !why.empty()) return unsupported(why);
 
   CacheGeometry g{0, c.block_size, c.num_kv_heads, c.head_size, 8, 2};
   g.num_blocks = write_case_num_blocks(c, g.page_elems());
@@ -93,7 +94,8 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     const int rc = launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(),
                                  T, c.dtype);
     if (rc != 0) {
-      add_cause(r.v, component::kWriter, reason::kLaunchError, fmt::format("{} returned {}", c.writer, device::error_text(rc)));
+      const LaunchFailure f = launch_failure(*w, rc);
+      add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
       return r;
     }
     device::synchronize();

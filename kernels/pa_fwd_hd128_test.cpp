@@ -10,11 +10,10 @@ namespace kvh::testing {
 namespace {
 
 TEST(PaFwdAsm, DeclaresHeadSize128Only) {
-  const kvh_kernel_desc& d = builtin_reader("pa_fwd_asm");
+  const Kernel& d = builtin_reader("pa_fwd_asm");
   EXPECT_EQ(d.cache_format, KVH_CACHE_SHUFFLE);
-  ASSERT_EQ(d.num_head_sizes, 1);
-  EXPECT_EQ(d.head_sizes[0], 128);
-  EXPECT_EQ(d.workspace_bytes, nullptr);
+  EXPECT_EQ(d.caps.head_sizes, std::vector<int32_t>{128});
+  EXPECT_FALSE(d.workspace_bytes);
 }
 
 TEST(PaFwdAsm, MatchesReferenceAtHeadSize128) {
@@ -54,7 +53,7 @@ TEST(PaFwdAsm, LargeErrorAtHeadSize256WhereTheGeneralKernelPasses) {
 
 TEST(PaFwdAsm, StillRejectsBadRanksAndDtypes) {
   AttentionArgsFixture fx = make_attention_args(AttentionCase{});
-  const kvh_kernel_desc& d = builtin_reader("pa_fwd_asm");
+  const Kernel& d = builtin_reader("pa_fwd_asm");
   kvh_attention_args a = fx.args;
   a.query.ndim = 4;
   EXPECT_EQ(d.attention(&a, nullptr), hipErrorInvalidValue);

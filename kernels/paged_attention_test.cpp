@@ -95,7 +95,7 @@ TEST(PagedAttention, EveryHeadSizeMultipleOfXUpTo256) {
 TEST(PagedAttention, WorkspaceBytesCoverSplitKOnly) {
   AttentionCase c;  // 5 seqs, 8 heads, D 128, max_context_len 1000 -> 4 partitions of 256
   AttentionArgsFixture fx = make_attention_args(c);
-  const kvh_kernel_desc& r = builtin_reader("paged_attention_rocm");
+  const Kernel& r = builtin_reader("paged_attention_rocm");
   EXPECT_EQ(r.workspace_bytes(&fx.args), 4u * 5 * 8 * 4 * (2 + 128));
   fx.args.partition_size = 1000;
   EXPECT_EQ(r.workspace_bytes(&fx.args), 0u);  // one partition: out written directly
@@ -131,7 +131,7 @@ TEST(PagedAttention, RejectsBadArgumentsWithoutLaunching) {
       {"workspace missing", [](kvh_attention_args& a) { a.workspace = nullptr; }},
       {"workspace too small", [](kvh_attention_args& a) { a.workspace_bytes -= 4; }},
   };
-  const kvh_kernel_desc& reader = builtin_reader("paged_attention_rocm");
+  const Kernel& reader = builtin_reader("paged_attention_rocm");
   AttentionCase c;
   c.head_size = 256;
   AttentionArgsFixture fx = make_attention_args(c);

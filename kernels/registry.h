@@ -1,7 +1,11 @@
 // Kernel registry: every kernel the harness can run, by name, whether built in
-// or loaded from a provider shared library (kvharness/provider.h).
+// or loaded from a provider shared library (kvharness/provider.h, ABI 1 or 2).
+// Whatever ABI a kernel came through, the harness sees one representation,
+// Kernel, and calls it one way.
 #pragma once
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,35 +14,136 @@
 
 namespace kvh {
 
-/// A provider could not be loaded: the library or its symbol is missing, its
-/// ABI version is unknown, it offers a name already registered, or (Python
-/// providers) its module does not import. The commit under test cannot be
-/// tested: kvharness exits 125, which `git bisect run` skips.
+/// A provider could not be loaded: the library does not open, has no entry
+/// point, its entry point failed (a Python module that does not import), or
+/// it offers a kernel that is malformed or already registered. The build under
+/// test is unusable: `kvharness` exits 125 (a bisect skips such a commit).
 struct ProviderLoadError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/// A kernel's declared capabilities, owned (kvh_capabilities with defaults applied).
+struct Capabilities {
+  std::vector<int32_t> head_sizes;   // empty: readers any multiple of 8 up to 256, writers any
+  std::vector<int32_t> block_sizes;  // empty: any
+  uint32_t dtypes = 0;               // bit (1u << kvh_dtype); 0 never after normalisation
+  uint32_t cache_formats = 0;        // bit (1u << kvh_cache_format)
+  int32_t max_gqa_ratio = 0;         // 0: any
+};
+
+/// What a case asks of a kernel, checked against its Capabilities.
+struct KernelUse {
+  int64_t head_size = 0, block_size = 0, num_heads = 0, num_kv_heads = 0;
+  kvh_dtype dtype = KVH_DT_F16;
+  int32_t cache_format = KVH_CACHE_NHD;
+};
+
+namespace detail {
+/// One entry point of a kernel with its context: callable like the ABI 1
+/// function pointer it replaces (`fn(&args, stream)`), false when absent.
+template <class Args> class Entry {
+ public:
+  using Fn = int (*)(void* context, const Args* args, void* stream);
+  Entry() = default;
+  Entry(Fn fn, void* context) : fn_(fn), context_(context) {}
+  explicit operator bool() const { return fn_ != nullptr; }
+  /// 0, KVH_RAISED (the provider failed: see Kernel::last_error) or the kernel's HIP error code.
+  int operator()(const Args* args, void* stream) const { return fn_(context_, args, stream); }
+
+ private:
+  Fn fn_ = nullptr;
+  void* context_ = nullptr;
+};
+
+/// A reader's workspace size query, callable as `fn(&args)`.
+class WorkspaceEntry {
+ public:
+  WorkspaceEntry() = default;
+  WorkspaceEntry(kvh_workspace_fn fn, void* context, kvh_last_error_fn last_error)
+      : fn_(fn), context_(context), last_error_(last_error) {}
+  explicit operator bool() const { return fn_ != nullptr; }
+  /// Bytes of workspace for `args`. Throws std::runtime_error with the
+  /// provider's message when the provider raised.
+  uint64_t operator()(const kvh_attention_args* args) const;
+
+ private:
+  kvh_workspace_fn fn_ = nullptr;
+  void* context_ = nullptr;
+  kvh_last_error_fn last_error_ = nullptr;
+};
+}  // namespace detail
+
+/// One kernel as the harness calls it, whatever ABI it came through.
+struct Kernel {
+  std::string name, description;
+  std::string origin;  // "builtin", a library path, or "python:MODULE"
+  int32_t role = 0;    // kvh_role
+  int32_t cache_format = KVH_CACHE_NHD;
+  bool fixture = false;
+  int32_t abi_version = KVH_ABI_VERSION;  // what the provider was built against
+  Capabilities caps;
+  detail::Entry<kvh_write_args> write;          // role == KVH_ROLE_WRITER
+  detail::Entry<kvh_attention_args> attention;  // role == KVH_ROLE_READER
+  detail::WorkspaceEntry workspace_bytes;       // may be empty (no workspace)
+  void* context = nullptr;
+  kvh_last_error_fn last_error_fn = nullptr;
+
+  /// The provider's message for its last KVH_RAISED, or a generic one.
+  std::string last_error() const;
+  /// Empty when `use` lies within the capabilities; else why not, e.g.
+  /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64".
+  std::string outside_capabilities(const KernelUse& use) const;
 };
 
 class Registry {
  public:
   /// The built-in kernels only.
   Registry();
-  /// Adds a provider's kernels. Throws ProviderLoadError naming the library
-  /// when it cannot be opened, lacks KVH_PROVIDER_SYMBOL, has another ABI
-  /// version, or offers a name that is already registered.
-  void load_provider(const std::string& path);
+  /// No kernel at all (tests that register stand-ins under built-in names).
+  struct NoBuiltins {};
+  explicit Registry(NoBuiltins);
+  ~Registry();
+  Registry(Registry&&) noexcept;
+  Registry& operator=(Registry&&) noexcept;
+
+  /// Adds a provider's kernels. `spec` is
+  ///   python:MODULE      the Python bridge (find_python_bridge) opened with config MODULE
+  ///                      (a module on PYTHONPATH or a path to a .py file);
+  ///   PATH[?CONFIG]      a shared library exporting kvh_provider_open (ABI 2, given CONFIG)
+  ///                      or kvh_provider_kernels (ABI 1).
+  /// Throws ProviderLoadError naming the provider when it cannot be opened,
+  /// lacks both symbols, its entry fails, or it offers a malformed kernel or a
+  /// name that is already registered.
+  void load_provider(const std::string& spec);
+  /// Adds the kernels of an ABI 2 entry point in this process, opened with `config`.
+  void add_provider(kvh_provider_open_fn open, const std::string& config, const std::string& origin);
+  /// Adds an in-process list of ABI 2 descriptors (tests: planted kernels).
+  void add_provider(const kvh_kernel_desc* (*list)(int32_t* count), const std::string& origin);
+  /// Adds every kernel an ABI 1 provider lists (what load_provider does after dlopen).
+  void add_provider_v1(kvh_provider_fn_v1 provider, const std::string& origin);
+  /// Adds one ABI 2 descriptor, read within its struct_size.
   void add(const kvh_kernel_desc& desc, const std::string& origin);
-  /// Adds every kernel `provider` lists (what load_provider does after dlopen).
-  void add_provider(kvh_provider_fn provider, const std::string& origin);
   /// nullptr when no kernel has that name.
-  const kvh_kernel_desc* find(const std::string& name) const;
+  const Kernel* find(const std::string& name) const;
   std::vector<std::string> names() const;
   std::string origin(const std::string& name) const;
 
  private:
-  std::map<std::string, std::pair<kvh_kernel_desc, std::string>> kernels_;
+  struct Opened;  // a provider's close() hook and its ABI 1 adapters
+  std::map<std::string, Kernel> kernels_;
+  std::vector<std::unique_ptr<Opened>> opened_;
 };
+
+/// Where `--provider python:MODULE` finds the bridge library, first hit wins:
+/// 1. $KVH_PYTHON_BRIDGE (a path to the library; when set, it must exist);
+/// 2. libkvh_python.so next to the running executable;
+/// 3. the build tree the harness was configured with (KVH_PYTHON_BRIDGE_BUILD_PATH).
+/// Throws ProviderLoadError listing the places tried when none exists.
+std::string find_python_bridge();
 
 /// Name of a cache format as used in case files and reports: flash, pa_v1, shuffle.
 const char* cache_format_name(int format);
+/// Name of a dtype as in case files: fp16, bf16, i64, f32, i32.
+const char* dtype_name(int dtype);
 
 }  // namespace kvh

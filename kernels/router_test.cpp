@@ -85,12 +85,12 @@ TEST(Router, PrModelsAtBatch4And512) {
 TEST(Router, NewPolicyNeverMisroutesOldPolicyDoes) {
   Registry registry;
   auto supports = [&](const std::string& reader, int64_t head_size) {
-    const kvh_kernel_desc* d = registry.find(reader);
+    const Kernel* d = registry.find(reader);
     if (!d) return false;
-    if (d->num_head_sizes == 0) return head_size % 8 == 0 && head_size <= 256;
-    for (int32_t i = 0; i < d->num_head_sizes; ++i)
-      if (d->head_sizes[i] == head_size) return true;
-    return false;
+    KernelUse use;
+    use.head_size = head_size;
+    use.cache_format = d->cache_format;
+    return d->outside_capabilities(use).empty();
   };
   int old_misroutes = 0;
   for (int64_t hs : {64, 80, 96, 128, 192, 256})

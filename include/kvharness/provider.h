@@ -1,27 +1,71 @@
 /* kvharness provider ABI: how a shared library supplies kernels to the harness.
  *
- * A provider exports one C function, KVH_PROVIDER_SYMBOL, returning an array
- * of kernel descriptors. The built-in kernels register through the same
- * function, so a production kernel build plugged in on a ROCm runner is tested
- * exactly like ours. All tensors are device pointers with PyTorch semantics:
- * `data` already includes the view's storage offset, shapes and strides are in
- * elements, outermost first, strides may be anything a view can have.
+ * ABI 2 (this header's KVH_ABI_VERSION). A provider exports
  *
- * Return value of every entry point: 0 on success, else a HIP error code
- * (hipErrorInvalidValue = 1 for arguments the kernel does not accept).
+ *   int kvh_provider_open(const kvh_open_args* args, kvh_provider* out);
+ *
+ * (KVH_PROVIDER_OPEN_SYMBOL) which receives a configuration string (for the
+ * Python bridge: the module to load; one bridge library serves many modules)
+ * and fills `out` with an array of kernel descriptors. Every kernel carries a
+ * `context` pointer that the harness passes back on every call. The built-in
+ * kernels register through this same interface.
+ *
+ * ABI 1 providers (a function KVH_PROVIDER_SYMBOL_V1 returning an array of
+ * kvh_kernel_desc_v1) keep loading: the harness adapts them. Their structs are
+ * frozen below under *_v1 names; a provider compiled against ABI 1's header
+ * knew them without the suffix.
+ *
+ * Growable structs. Every struct that starts with `uint32_t struct_size` may
+ * gain fields at its end in later versions, never anywhere else. Rules:
+ *  - the caller (whoever fills the struct) zero-fills it and sets struct_size
+ *    to sizeof(the struct as it was compiled); C++ callers get that from the
+ *    default member initializer (KVH_STRUCT_SIZE), so `kvh_write_args a{};`
+ *    is complete;
+ *  - the callee reads only fields that lie entirely within struct_size
+ *    (KVH_HAS_FIELD); a field beyond it has its documented default (zero,
+ *    unless stated otherwise);
+ *  - arrays of growable structs are walked with a stride of the first
+ *    element's struct_size (kvh_provider.kernels).
+ * So a provider compiled against a smaller struct ignores fields it does not
+ * know, and one compiled against a larger struct sees the new fields absent.
+ *
+ * Tensors are device pointers with PyTorch semantics: `data` already includes
+ * the view's storage offset, shapes and strides are in elements, outermost
+ * first, and strides may be anything a view can have.
+ *
+ * Return value of every kernel entry point: 0 on success; KVH_RAISED when the
+ * provider itself failed (a Python exception, a C++ exception caught at the
+ * boundary): last_error(context) says what, and the harness records the case
+ * as CRASH launch_error; any other value is a HIP error code from the kernel
+ * (hipErrorInvalidValue = 1 for arguments the kernel does not accept: the
+ * kernel refused, FAIL launch_error).
  */
 #ifndef KVHARNESS_PROVIDER_H
 #define KVHARNESS_PROVIDER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define KVH_ABI_VERSION 1
-#define KVH_PROVIDER_SYMBOL "kvh_provider_kernels"
+#define KVH_ABI_VERSION 2
+#define KVH_PROVIDER_OPEN_SYMBOL "kvh_provider_open"
+#define KVH_PROVIDER_SYMBOL_V1 "kvh_provider_kernels"
 #define KVH_MAX_DIMS 6
+
+/** Return code of a kernel entry point: the provider failed (raised), not the kernel. */
+#define KVH_RAISED (-1)
+
+#ifdef __cplusplus
+#define KVH_STRUCT_SIZE(T) uint32_t struct_size = sizeof(T)
+#else
+#define KVH_STRUCT_SIZE(T) uint32_t struct_size
+#endif
+/** Non-zero when `field` of growable struct type T lies within ptr->struct_size. */
+#define KVH_HAS_FIELD(ptr, T, field) \
+  ((size_t)(ptr)->struct_size >= offsetof(T, field) + sizeof(((T*)0)->field))
 
 /** Element types. fp16 = IEEE binary16, bf16 = bfloat16, i64 = int64_t. */
 typedef enum kvh_dtype { KVH_DT_F16 = 1, KVH_DT_BF16 = 2, KVH_DT_I64 = 3, KVH_DT_F32 = 4, KVH_DT_I32 = 5 } kvh_dtype;
@@ -32,7 +76,10 @@ typedef enum kvh_dtype { KVH_DT_F16 = 1, KVH_DT_BF16 = 2, KVH_DT_I64 = 3, KVH_DT
  *  SHUFFLE: K as PA_V1;  V [num_blocks, num_kv_heads, block_size/x, head_size, x]  */
 typedef enum kvh_cache_format { KVH_CACHE_NHD = 0, KVH_CACHE_PA_V1 = 1, KVH_CACHE_SHUFFLE = 2 } kvh_cache_format;
 
-/** A strided device tensor view. */
+/** Where tensors live; the values are DLPack's DLDeviceType codes. */
+typedef enum kvh_device_type { KVH_DEVICE_CPU = 1, KVH_DEVICE_CUDA = 2, KVH_DEVICE_ROCM = 10 } kvh_device_type;
+
+/** A strided device tensor view (fixed layout, shared by ABI 1 and 2). */
 typedef struct kvh_tensor {
   void* data;       /* device pointer to element [0,...,0] of the view */
   int32_t dtype;    /* kvh_dtype */
@@ -41,18 +88,19 @@ typedef struct kvh_tensor {
   int64_t stride[KVH_MAX_DIMS]; /* elements */
 } kvh_tensor;
 
-/** Arguments of a cache writer (vLLM reshape_and_cache* semantics):
+/** Arguments of a cache writer (vLLM reshape_and_cache* semantics). Growable.
  *  key, value   [num_tokens, num_kv_heads, head_size], any strides (often views of a fused QKV buffer)
  *  key_cache, value_cache  in the writer's cache format
  *  slot_mapping [num_tokens] int64; slot = block_id * block_size + offset; negative = padding, write nothing. */
 typedef struct kvh_write_args {
+  KVH_STRUCT_SIZE(struct kvh_write_args);
+  uint32_t reserved; /* zero */
   kvh_tensor key, value, key_cache, value_cache, slot_mapping;
   int64_t block_size;
+  /* Later versions append fields here (fp8 scales, ...). */
 } kvh_write_args;
 
-typedef int (*kvh_write_fn)(const kvh_write_args* args, void* stream);
-
-/** Arguments of a paged decode-attention reader: one query token per sequence.
+/** Arguments of a paged decode-attention reader: one query token per sequence. Growable.
  *  out          [num_seqs, num_heads, head_size], dtype of query; written in full
  *  query        [num_seqs, num_heads, head_size], any strides (a view of a fused QKV buffer)
  *  key_cache    [num_blocks, num_kv_heads, head_size/x, block_size, x]
@@ -63,6 +111,8 @@ typedef int (*kvh_write_fn)(const kvh_write_args* args, void* stream);
  *  GQA: query head h reads kv head h / (num_heads / num_kv_heads) (vLLM, aiter).
  *  workspace: device memory of at least workspace_bytes(args) bytes, for split-K partials. */
 typedef struct kvh_attention_args {
+  KVH_STRUCT_SIZE(struct kvh_attention_args);
+  uint32_t reserved; /* zero */
   kvh_tensor out, query, key_cache, value_cache, block_tables, context_lens;
   int64_t block_size;
   int32_t max_context_len;
@@ -71,33 +121,118 @@ typedef struct kvh_attention_args {
   int32_t partition_size; /* split-K partition in tokens; 0 = the kernel's default */
   void* workspace;
   uint64_t workspace_bytes;
+  /* Later versions append fields here (fp8 scale tensors, score modifiers, ...). */
 } kvh_attention_args;
-
-typedef int (*kvh_attention_fn)(const kvh_attention_args* args, void* stream);
-typedef uint64_t (*kvh_workspace_fn)(const kvh_attention_args* args);
 
 typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
 
-/** One kernel a provider offers. `fixture` != 0 marks a known-bad kernel kept
- *  on purpose so that the harness can show it fails. */
+/** What a kernel accepts. Growable. A case outside it is UNSUPPORTED when the
+ *  case names the kernel, and `misroute` when a router picked it. */
+typedef struct kvh_capabilities {
+  KVH_STRUCT_SIZE(struct kvh_capabilities);
+  int32_t num_head_sizes;     /* 0: readers any multiple of x (8) up to 256, writers any */
+  const int32_t* head_sizes;
+  int32_t num_block_sizes;    /* 0: any */
+  uint32_t dtypes;            /* bit (1u << kvh_dtype) per K/V/query dtype; 0: fp16 and bf16 */
+  const int32_t* block_sizes;
+  uint32_t cache_formats;     /* bit (1u << kvh_cache_format); 0: the kernel's cache_format only */
+  int32_t max_gqa_ratio;      /* largest num_heads / num_kv_heads; 0: any */
+} kvh_capabilities;
+
+typedef int (*kvh_write_fn)(void* context, const kvh_write_args* args, void* stream);
+typedef int (*kvh_attention_fn)(void* context, const kvh_attention_args* args, void* stream);
+/** Sets *bytes to the workspace `args` needs (args.workspace is null then); returns 0, or KVH_RAISED. */
+typedef int (*kvh_workspace_fn)(void* context, const kvh_attention_args* args, uint64_t* bytes);
+/** The message of the last KVH_RAISED on this context (this thread); valid until the next call on it. */
+typedef const char* (*kvh_last_error_fn)(void* context);
+
+/** One kernel a provider offers (ABI 2). Growable. `fixture` != 0 marks a
+ *  known-bad kernel kept on purpose so that the harness can show it fails. */
 typedef struct kvh_kernel_desc {
+  KVH_STRUCT_SIZE(struct kvh_kernel_desc);
   uint32_t abi_version;    /* KVH_ABI_VERSION */
   const char* name;        /* unique, used in case files */
   const char* description;
   int32_t role;            /* kvh_role */
   int32_t cache_format;    /* kvh_cache_format */
   int32_t fixture;
+  int32_t reserved;        /* zero */
+  void* context;           /* passed back as the first argument of every call */
   kvh_write_fn write;      /* role == KVH_ROLE_WRITER */
   kvh_attention_fn attention;       /* role == KVH_ROLE_READER */
   kvh_workspace_fn workspace_bytes; /* role == KVH_ROLE_READER; may be null (no workspace) */
-  /* Declared capabilities of a reader; a launch outside them is a misroute.
-   * head_sizes: the only head sizes supported (num_head_sizes = 0: any multiple of x up to 256). */
-  const int32_t* head_sizes;
-  int32_t num_head_sizes;
-  void* reserved[3];       /* zero */
+  kvh_last_error_fn last_error;     /* may be null (the provider never returns KVH_RAISED) */
+  const kvh_capabilities* capabilities; /* may be null: every default */
 } kvh_kernel_desc;
 
-typedef const kvh_kernel_desc* (*kvh_provider_fn)(int32_t* count);
+/** What the harness tells a provider when it opens it. Growable. */
+typedef struct kvh_open_args {
+  KVH_STRUCT_SIZE(struct kvh_open_args);
+  int32_t device_type;  /* kvh_device_type of every tensor the kernels will get */
+  const char* config;   /* the provider's configuration string, never null (may be empty) */
+  int32_t device_id;
+  uint32_t error_size;  /* bytes at error */
+  char* error;          /* on failure: a NUL-terminated message naming what failed */
+} kvh_open_args;
+
+/** What a provider hands back. Growable. Descriptors (and everything they
+ *  point to) stay valid until close(provider_context), or for the process's
+ *  life when close is null. */
+typedef struct kvh_provider {
+  KVH_STRUCT_SIZE(struct kvh_provider);
+  int32_t num_kernels;
+  const kvh_kernel_desc* kernels; /* num_kernels descriptors, kernels[0].struct_size bytes apart */
+  void* provider_context;
+  void (*close)(void* provider_context);
+} kvh_provider;
+
+/** The ABI 2 entry point: 0 on success, else non-zero with args->error filled
+ *  (the harness stops before running any case: an untestable build). */
+typedef int (*kvh_provider_open_fn)(const kvh_open_args* args, kvh_provider* out);
+/** What a provider library defines (declared here so that a C++ definition gets C linkage). */
+int kvh_provider_open(const kvh_open_args* args, kvh_provider* out);
+
+/* ---- ABI 1, frozen: layouts of providers built against kvharness 0.1 ---- */
+
+/** ABI 1 writer arguments (no struct_size; otherwise as kvh_write_args). */
+typedef struct kvh_write_args_v1 {
+  kvh_tensor key, value, key_cache, value_cache, slot_mapping;
+  int64_t block_size;
+} kvh_write_args_v1;
+
+/** ABI 1 reader arguments (no struct_size; otherwise as kvh_attention_args). */
+typedef struct kvh_attention_args_v1 {
+  kvh_tensor out, query, key_cache, value_cache, block_tables, context_lens;
+  int64_t block_size;
+  int32_t max_context_len;
+  float scale;
+  float k_scale, v_scale;
+  int32_t partition_size;
+  void* workspace;
+  uint64_t workspace_bytes;
+} kvh_attention_args_v1;
+
+typedef int (*kvh_write_fn_v1)(const kvh_write_args_v1* args, void* stream);
+typedef int (*kvh_attention_fn_v1)(const kvh_attention_args_v1* args, void* stream);
+typedef uint64_t (*kvh_workspace_fn_v1)(const kvh_attention_args_v1* args);
+
+/** ABI 1 kernel descriptor: abi_version 1; head_sizes were its only capability. */
+typedef struct kvh_kernel_desc_v1 {
+  uint32_t abi_version;    /* 1 */
+  const char* name;
+  const char* description;
+  int32_t role;
+  int32_t cache_format;
+  int32_t fixture;
+  kvh_write_fn_v1 write;
+  kvh_attention_fn_v1 attention;
+  kvh_workspace_fn_v1 workspace_bytes;
+  const int32_t* head_sizes;  /* num_head_sizes = 0: any multiple of x up to 256 */
+  int32_t num_head_sizes;
+  void* reserved[3];
+} kvh_kernel_desc_v1;
+
+typedef const kvh_kernel_desc_v1* (*kvh_provider_fn_v1)(int32_t* count);
 
 #ifdef __cplusplus
 }

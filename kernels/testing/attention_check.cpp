@@ -163,7 +163,7 @@ std::string AttentionResult::str() const {
 
 AttentionArgsFixture make_attention_args(const AttentionCase& c) { return build(c).fx; }
 
-AttentionResult run_attention_case(const kvh_kernel_desc& reader, const AttentionCase& c) {
+AttentionResult run_attention_case(const Kernel& reader, const AttentionCase& c) {
   Built b = build(c);
   AttentionArgsFixture& fx = b.fx;
   if (reader.workspace_bytes) {
@@ -211,19 +211,22 @@ AttentionResult run_attention_case(const kvh_kernel_desc& reader, const Attentio
   return r;
 }
 
-const kvh_kernel_desc& builtin_reader(const std::string& name) {
+const Kernel& builtin_reader(const std::string& name) {
   static const Registry registry;
-  const kvh_kernel_desc* d = registry.find(name);
+  const Kernel* d = registry.find(name);
   if (!d || d->role != KVH_ROLE_READER) throw std::runtime_error("no built-in reader '" + name + "'");
   return *d;
 }
 
-const kvh_kernel_desc& planted_reader(const std::string& name) {
-  int32_t n = 0;
-  const kvh_kernel_desc* d = kvh_planted_readers(&n);
-  for (int32_t i = 0; i < n; ++i)
-    if (name == d[i].name) return d[i];
-  throw std::runtime_error("no planted reader '" + name + "'");
+const Kernel& planted_reader(const std::string& name) {
+  static const Registry planted = [] {
+    Registry r;
+    r.add_provider(kvh_planted_readers, "planted");
+    return r;
+  }();
+  const Kernel* d = planted.find(name);
+  if (!d || d->origin != "planted") throw std::runtime_error("no planted reader '" + name + "'");
+  return *d;
 }
 
 }  // namespace kvh::testing

@@ -13,11 +13,14 @@
 
 #include "kvharness/provider.h"
 #include "layout.h"
+#include "registry.h"
 
-/// The planted-bug readers (testing/planted_readers.hip), provider-style.
+/// The planted-bug readers (testing/planted_readers.hip), provider-style (ABI 2 descriptors).
 extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
 
 namespace kvh::testing {
+using kvh::Kernel;
+using kvh::Registry;
 
 /// Allowed |got - ref| <= atol + rtol * |ref| per output element, against the
 /// float64 reference computed from the same rounded 16-bit inputs.
@@ -68,7 +71,7 @@ struct AttentionResult {
 /// Builds, runs and checks `c` with `reader` (role KVH_ROLE_READER). The host
 /// runtime's wave size and fiber order are set for the run and restored.
 /// Throws std::invalid_argument when the case itself cannot be built.
-AttentionResult run_attention_case(const kvh_kernel_desc& reader, const AttentionCase& c);
+AttentionResult run_attention_case(const Kernel& reader, const AttentionCase& c);
 
 /// The kvh_attention_args run_attention_case would pass, with the buffers it
 /// points into; for argument-validation tests that then corrupt one field.
@@ -81,8 +84,8 @@ struct AttentionArgsFixture {
 AttentionArgsFixture make_attention_args(const AttentionCase& c);
 
 /// The built-in reader named `name`; throws std::runtime_error if missing.
-const kvh_kernel_desc& builtin_reader(const std::string& name);
+const Kernel& builtin_reader(const std::string& name);
 /// The planted reader named `name` (kvh_planted_readers); throws if missing.
-const kvh_kernel_desc& planted_reader(const std::string& name);
+const Kernel& planted_reader(const std::string& name);
 
 }  // namespace kvh::testing

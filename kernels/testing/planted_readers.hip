@@ -16,7 +16,7 @@
 //   planted_missing_softmax_barrier P.V reads the softmax numerators with no
 //                                 barrier after the warps that compute them:
 //                                 right whenever the warps happen to keep pace
-#include "kvharness/provider.h"
+#include "kernel_desc.h"
 #include "paged_attention.h"
 
 namespace {
@@ -45,22 +45,22 @@ int planted(const kvh_attention_args* a, void* stream) {
 
 uint64_t workspace(const kvh_attention_args* a) { return kvh::kernels::paged_attention_workspace_bytes(*a); }
 
-constexpr kvh_kernel_desc reader(const char* name, const char* description, kvh_attention_fn fn) {
-  return kvh_kernel_desc{KVH_ABI_VERSION, name, description, KVH_ROLE_READER, KVH_CACHE_SHUFFLE, 1,
-                         nullptr, fn, workspace, nullptr, 0, {}};
+template <int (*F)(const kvh_attention_args*, void*)>
+kvh_kernel_desc reader(const char* name, const char* description) {
+  return kvh::kernels::reader_desc<F>(name, description, KVH_CACHE_SHUFFLE, 1, kvh::kernels::workspace_entry<workspace>);
 }
 
 const kvh_kernel_desc kPlanted[] = {
-    reader("planted_drop_tail_partition",
-           "PLANTED BUG: drops the last partition of a sequence whose length is not a multiple of partition_size",
-           planted<DropTailPartition>),
-    reader("planted_gqa_modulo", "PLANTED BUG: GQA maps query head h to kv head h % num_kv_heads",
-           planted<GqaModulo>),
-    reader("planted_reduce_last_max",
-           "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max",
-           planted<ReduceLastMax>),
-    reader("planted_missing_softmax_barrier",
-           "PLANTED BUG: no __syncthreads between the softmax numerators and P.V", planted<MissingSoftmaxBarrier>),
+    reader<planted<DropTailPartition>>(
+        "planted_drop_tail_partition",
+        "PLANTED BUG: drops the last partition of a sequence whose length is not a multiple of partition_size"),
+    reader<planted<GqaModulo>>("planted_gqa_modulo",
+                               "PLANTED BUG: GQA maps query head h to kv head h % num_kv_heads"),
+    reader<planted<ReduceLastMax>>(
+        "planted_reduce_last_max",
+        "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max"),
+    reader<planted<MissingSoftmaxBarrier>>(
+        "planted_missing_softmax_barrier", "PLANTED BUG: no __syncthreads between the softmax numerators and P.V"),
 };
 
 }  // namespace

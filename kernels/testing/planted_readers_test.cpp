@@ -22,7 +22,7 @@ TEST(PlantedReaders, AreFixturesAndNotBuiltIn) {
   int32_t n = 0;
   const kvh_kernel_desc* d = kvh_planted_readers(&n);
   ASSERT_EQ(n, 4);
-  Registry builtin;
+  const Registry builtin;
   for (int32_t i = 0; i < n; ++i) {
     EXPECT_EQ(d[i].fixture, 1) << d[i].name;
     EXPECT_EQ(d[i].role, KVH_ROLE_READER);

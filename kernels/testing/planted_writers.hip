@@ -1,6 +1,7 @@
 // PLANTED BUGS for the harness's own tests, never registered in the builtin
 // provider: each one breaks exactly one rule a cache writer must keep, so a
 // test can show that the check for that rule fails. Flash (NHD) cache.
+#include "../kernel_desc.h"
 #include "../writer_common.h"
 
 namespace kvh::kernels {
@@ -76,18 +77,18 @@ int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a,
 int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
 int skips_last_token(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSkipsLastToken); }
 
-constexpr kvh_kernel_desc planted(const char* name, const char* description, kvh_write_fn fn) {
-  return kvh_kernel_desc{KVH_ABI_VERSION, name, description, KVH_ROLE_WRITER, KVH_CACHE_NHD, 1, fn, nullptr, nullptr,
-                         nullptr, 0, {}};
+template <int (*F)(const kvh_write_args*, void*)>
+kvh_kernel_desc planted(const char* name, const char* description) {
+  return writer_desc<F>(name, description, KVH_CACHE_NHD, 1);
 }
 
 const kvh_kernel_desc kPlanted[] = {
-    planted("planted_ignores_negative_slot", "PLANTED: writes padding tokens (slot < 0)", ignores_negative_slot),
-    planted("planted_writes_one_past", "PLANTED: writes one element past its slot", writes_one_past),
-    planted("planted_swaps_kv", "PLANTED: swaps the K and V caches", swaps_kv),
-    planted("planted_skips_last_token", "PLANTED: never writes the last token", skips_last_token),
-    planted("planted_wild_write", "PLANTED: writes 2^40 elements before the cache (a fault)", wild_write),
-    planted("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)", hangs),
+    planted<ignores_negative_slot>("planted_ignores_negative_slot", "PLANTED: writes padding tokens (slot < 0)"),
+    planted<writes_one_past>("planted_writes_one_past", "PLANTED: writes one element past its slot"),
+    planted<swaps_kv>("planted_swaps_kv", "PLANTED: swaps the K and V caches"),
+    planted<skips_last_token>("planted_skips_last_token", "PLANTED: never writes the last token"),
+    planted<wild_write>("planted_wild_write", "PLANTED: writes 2^40 elements before the cache (a fault)"),
+    planted<hangs>("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)"),
 };
 
 }  // namespace

@@ -1,0 +1,361 @@
+// libkvh_python: the provider ABI 2 (kvharness/provider.h) implemented by
+// embedding CPython through pybind11. `--provider python:MODULE` opens this
+// library with config = MODULE; the Python side (kvharness/_bridge.py) imports
+// the module and lists the kernels its @writer/@reader decorators registered.
+//
+// Boundary rules: only the C ABI crosses between harness and bridge (they may
+// come from different toolchains); every entry point catches everything and
+// turns it into KVH_RAISED with a message. Tensors go to Python as DLPack
+// capsules pointing at the harness's own storage (zero-copy): data is the
+// view's element [0,...,0], byte_offset 0 (the convention PyTorch and CuPy
+// follow), shape and strides exact, device CPU, CUDA or ROCm as the harness
+// said at open. The GIL is held only while Python runs: the interpreter is
+// started once and the GIL released right after.
+#include <dlfcn.h>
+#include <pybind11/embed.h>
+
+#if __has_include(<dlpack/dlpack.h>)
+#include <dlpack/dlpack.h>
+#else
+#include <ATen/dlpack.h>  // the header a torch installation ships
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kvharness/provider.h"
+
+namespace py = pybind11;
+
+#ifndef KVH_PYTHON_DIR
+#define KVH_PYTHON_DIR ""
+#endif
+#ifndef KVH_PYTHON_EXECUTABLE
+#define KVH_PYTHON_EXECUTABLE ""
+#endif
+
+namespace {
+
+struct Bridge;
+
+/// One kernel's context: what comes back as `void* context` on every call.
+struct KernelCtx {
+  Bridge* bridge = nullptr;
+  int index = 0;  // in _bridge's kernel list
+  std::string name, description, error;
+  std::string pending;  // workspace_bytes raised: reported by the launch that follows
+  std::vector<int32_t> head_sizes, block_sizes;
+  kvh_capabilities caps{};
+};
+
+/// One opened module.
+struct Bridge {
+  py::object call, workspace;  // _bridge.call / _bridge.workspace_bytes bound to this module's kernels
+  int32_t device_type = KVH_DEVICE_CPU, device_id = 0;
+  std::vector<std::unique_ptr<KernelCtx>> contexts;
+  std::vector<kvh_kernel_desc> descs;
+};
+
+// ---- the interpreter ----
+
+// Extension modules (torch._C, ...) resolve libpython's symbols globally; the
+// harness dlopens this library RTLD_LOCAL, so promote libpython to global.
+void promote_libpython() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&Py_IsInitialized), &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+
+// Starts the interpreter as if $KVH_PYTHON_EXECUTABLE (default: the
+// interpreter the bridge was built against) ran: Python derives sys.prefix
+// and, through pyvenv.cfg beside that executable, a virtualenv's
+// site-packages from it, so a serving image's venv works without PYTHONPATH.
+// Throws std::runtime_error with Python's message when it cannot start.
+void start_interpreter() {
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0;  // the harness owns SIGINT and the fatal-signal report
+  config.parse_argv = 0;
+  const char* env = std::getenv("KVH_PYTHON_EXECUTABLE");
+  const std::string exe = env && *env ? env : KVH_PYTHON_EXECUTABLE;
+  PyStatus st = exe.empty() ? PyStatus_Ok() : PyConfig_SetBytesString(&config, &config.program_name, exe.c_str());
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st))
+    throw std::runtime_error(std::string("cannot start Python (as ") + exe + "): " +
+                             (st.err_msg ? st.err_msg : "unknown error"));
+}
+
+void ensure_interpreter() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    promote_libpython();
+    if (Py_IsInitialized()) return;  // loaded into a Python process: use its interpreter
+    start_interpreter();
+    PyEval_SaveThread();  // release the GIL: held only during calls from now on
+  });
+}
+
+// ---- DLPack ----
+
+struct Managed {
+  DLManagedTensor t{};
+  int64_t shape[KVH_MAX_DIMS] = {}, strides[KVH_MAX_DIMS] = {};
+};
+
+void delete_managed(DLManagedTensor* self) { delete static_cast<Managed*>(self->manager_ctx); }
+
+// A capsule nobody consumed still owns its tensor.
+void capsule_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (t && t->deleter) t->deleter(t);
+  } else {
+    PyErr_Clear();
+  }
+}
+
+DLDataType dl_dtype(int32_t dt) {
+  switch (dt) {
+    case KVH_DT_F16: return {kDLFloat, 16, 1};
+    case KVH_DT_BF16: return {kDLBfloat, 16, 1};
+    case KVH_DT_I64: return {kDLInt, 64, 1};
+    case KVH_DT_F32: return {kDLFloat, 32, 1};
+    case KVH_DT_I32: return {kDLInt, 32, 1};
+  }
+  throw std::invalid_argument("kvh_tensor with unknown dtype " + std::to_string(dt));
+}
+
+/// A "dltensor" capsule viewing `t` in place (None for an absent tensor), of
+/// element type `dtype` (default: t.dtype's).
+py::object capsule(const kvh_tensor& t, const Bridge& b, const DLDataType* dtype = nullptr) {
+  if (!t.data && t.ndim == 0) return py::none();
+  if (t.ndim < 0 || t.ndim > KVH_MAX_DIMS) throw std::invalid_argument("kvh_tensor with ndim " + std::to_string(t.ndim));
+  auto m = std::make_unique<Managed>();
+  m->t.dl_tensor.data = t.data;
+  m->t.dl_tensor.device = DLDevice{static_cast<DLDeviceType>(b.device_type), b.device_id};
+  m->t.dl_tensor.ndim = t.ndim;
+  m->t.dl_tensor.dtype = dtype ? *dtype : dl_dtype(t.dtype);
+  for (int i = 0; i < t.ndim; ++i) m->shape[i] = t.shape[i], m->strides[i] = t.stride[i];
+  m->t.dl_tensor.shape = m->shape;
+  m->t.dl_tensor.strides = m->strides;
+  m->t.dl_tensor.byte_offset = 0;
+  m->t.manager_ctx = m.get();
+  m->t.deleter = delete_managed;
+  PyObject* c = PyCapsule_New(&m->t, "dltensor", capsule_destructor);
+  if (!c) throw py::error_already_set();
+  m.release();
+  return py::reinterpret_steal<py::object>(c);
+}
+
+/// A 1-D uint8 capsule of `bytes` bytes at `data` (a reader's workspace), or None.
+py::object bytes_capsule(void* data, uint64_t bytes, const Bridge& b) {
+  if (!data) return py::none();
+  kvh_tensor t{};
+  t.data = data;
+  t.ndim = 1;
+  t.shape[0] = int64_t(bytes);
+  t.stride[0] = 1;
+  const DLDataType u8{kDLUInt, 8, 1};
+  return capsule(t, b, &u8);
+}
+
+// ---- keyword arguments, named as in provider.h ----
+
+py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
+  py::dict kw;
+  kw["key"] = capsule(a.key, b);
+  kw["value"] = capsule(a.value, b);
+  kw["key_cache"] = capsule(a.key_cache, b);
+  kw["value_cache"] = capsule(a.value_cache, b);
+  kw["slot_mapping"] = capsule(a.slot_mapping, b);
+  kw["block_size"] = a.block_size;
+  return kw;
+}
+
+py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs) {
+  py::dict kw;
+  if (with_outputs) kw["out"] = capsule(a.out, b);
+  kw["query"] = capsule(a.query, b);
+  kw["key_cache"] = capsule(a.key_cache, b);
+  kw["value_cache"] = capsule(a.value_cache, b);
+  kw["block_tables"] = capsule(a.block_tables, b);
+  kw["context_lens"] = capsule(a.context_lens, b);
+  kw["block_size"] = a.block_size;
+  kw["max_context_len"] = a.max_context_len;
+  kw["scale"] = double(a.scale);
+  kw["k_scale"] = double(a.k_scale);
+  kw["v_scale"] = double(a.v_scale);
+  kw["partition_size"] = a.partition_size;
+  if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
+  return kw;
+}
+
+// Runs `body` (which returns a Python object: None on success, else the
+// provider's error text) under the GIL; every failure becomes KVH_RAISED.
+template <class Body> int guarded(KernelCtx* k, Body&& body) {
+  try {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object r = body();
+      if (r.is_none()) return 0;
+      k->error = py::str(r);
+    } catch (py::error_already_set& e) {
+      k->error = std::string("kvharness bridge: ") + e.what();
+    } catch (const std::exception& e) {
+      k->error = std::string("kvharness bridge: ") + e.what();
+    }
+  } catch (...) {
+    k->error = "kvharness bridge: unknown C++ exception";
+  }
+  return KVH_RAISED;
+}
+
+int py_write(void* ctx, const kvh_write_args* a, void* stream) {
+  auto* k = static_cast<KernelCtx*>(ctx);
+  return guarded(k, [&] {
+    return k->bridge->call(k->index, write_kwargs(*a, *k->bridge), reinterpret_cast<uintptr_t>(stream));
+  });
+}
+
+int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
+  auto* k = static_cast<KernelCtx*>(ctx);
+  if (!k->pending.empty()) {  // sizing the workspace is part of the launch
+    k->error = std::move(k->pending);
+    k->pending.clear();
+    return KVH_RAISED;
+  }
+  return guarded(k, [&] {
+    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true), reinterpret_cast<uintptr_t>(stream));
+  });
+}
+
+// A Python workspace_bytes that raises reports 0 bytes and leaves its error
+// pending: the launch that follows returns KVH_RAISED with it, so the case is
+// CRASH launch_error with the provider's file:line like any raising kernel.
+int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
+  auto* k = static_cast<KernelCtx*>(ctx);
+  *bytes = 0;
+  k->pending.clear();
+  const int rc = guarded(k, [&]() -> py::object {
+    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false));
+    if (py::isinstance<py::int_>(r)) {
+      const long long n = r.cast<long long>();
+      if (n < 0) return py::str("workspace_bytes returned a negative size " + std::to_string(n));
+      *bytes = uint64_t(n);
+      return py::none();
+    }
+    return r;  // the error text
+  });
+  if (rc != 0) k->pending = "workspace_bytes: " + k->error;
+  return 0;
+}
+
+const char* py_last_error(void* ctx) { return static_cast<KernelCtx*>(ctx)->error.c_str(); }
+
+void close_bridge(void* p) {
+  auto* b = static_cast<Bridge*>(p);
+  try {
+    py::gil_scoped_acquire gil;
+    b->call = py::object();
+    b->workspace = py::object();
+  } catch (...) {
+  }
+  delete b;
+}
+
+void set_error(const kvh_open_args* args, const std::string& msg) {
+  if (args->error && args->error_size) std::snprintf(args->error, args->error_size, "%s", msg.c_str());
+}
+
+std::vector<int32_t> int_list(const py::handle& h) {
+  std::vector<int32_t> v;
+  if (!h.is_none())
+    for (auto x : h) v.push_back(x.cast<int32_t>());
+  return v;
+}
+
+// Reads the kernel list _bridge.load returned into descriptors.
+void describe(Bridge& b, const py::list& kernels) {
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    py::dict d = kernels[i];
+    auto k = std::make_unique<KernelCtx>();
+    k->bridge = &b;
+    k->index = int(i);
+    k->name = d["name"].cast<std::string>();
+    k->description = d["description"].cast<std::string>();
+    k->head_sizes = int_list(d["head_sizes"]);
+    k->block_sizes = int_list(d["block_sizes"]);
+    k->caps.head_sizes = k->head_sizes.data();
+    k->caps.num_head_sizes = int32_t(k->head_sizes.size());
+    k->caps.block_sizes = k->block_sizes.data();
+    k->caps.num_block_sizes = int32_t(k->block_sizes.size());
+    k->caps.dtypes = d["dtypes_mask"].cast<uint32_t>();
+    k->caps.max_gqa_ratio = d["max_gqa_ratio"].cast<int32_t>();
+    kvh_kernel_desc desc{};
+    desc.abi_version = KVH_ABI_VERSION;
+    desc.name = k->name.c_str();
+    desc.description = k->description.c_str();
+    desc.role = d["role"].cast<int32_t>();
+    desc.cache_format = d["cache_format"].cast<int32_t>();
+    desc.fixture = d["fixture"].cast<bool>() ? 1 : 0;
+    desc.context = k.get();
+    if (desc.role == KVH_ROLE_WRITER) desc.write = py_write;
+    if (desc.role == KVH_ROLE_READER) desc.attention = py_attention;
+    if (d["has_workspace"].cast<bool>()) desc.workspace_bytes = py_workspace;
+    desc.last_error = py_last_error;
+    desc.capabilities = &k->caps;
+    b.descs.push_back(desc);
+    b.contexts.push_back(std::move(k));
+  }
+}
+
+}  // namespace
+
+/// ABI 2 entry: args->config names the module (on PYTHONPATH, or a path to a
+/// .py file). Fails (error filled: the module and the last traceback line)
+/// when the interpreter cannot start or the module does not import.
+extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kvh_open_args* args,
+                                                                         kvh_provider* out) {
+  const std::string spec = args && args->config ? args->config : "";
+  try {
+    ensure_interpreter();
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_ sys = py::module_::import("sys");
+      py::list path = sys.attr("path");
+      const std::string dir = KVH_PYTHON_DIR;
+      if (!dir.empty() && !path.contains(py::str(dir))) path.insert(0, py::str(dir));
+      py::module_ bridge_py = py::module_::import("kvharness._bridge");
+      py::tuple loaded = bridge_py.attr("load")(spec, int(args->device_type), int(args->device_id));
+      if (!loaded[1].is_none()) {
+        set_error(args, loaded[1].cast<std::string>());  // the harness prefixes python:MODULE
+        return 1;
+      }
+      auto b = std::make_unique<Bridge>();
+      b->device_type = args->device_type;
+      b->device_id = args->device_id;
+      py::object handle = loaded[0];
+      b->call = handle.attr("call");
+      b->workspace = handle.attr("workspace_bytes");
+      describe(*b, handle.attr("kernels"));
+      out->num_kernels = int32_t(b->descs.size());
+      out->kernels = b->descs.empty() ? nullptr : b->descs.data();
+      out->provider_context = b.release();
+      out->close = close_bridge;
+      return 0;
+    } catch (py::error_already_set& e) {
+      set_error(args, std::string("the bridge failed: ") + e.what());
+    } catch (const std::exception& e) {
+      set_error(args, std::string("the bridge failed: ") + e.what());
+    }
+  } catch (...) {
+    set_error(args, "the bridge failed (unknown C++ exception)");
+  }
+  return 1;
+}

@@ -1,0 +1,131 @@
+"""kvharness provider API: register Python callables as kernels the harness tests.
+
+A provider module decorates plain functions::
+
+    from kvharness import writer, reader
+
+    @writer("my_reshape_and_cache_flash", cache_format="flash")
+    def write(key, value, key_cache, value_cache, slot_mapping, block_size):
+        ...  # write key/value into key_cache/value_cache in place
+
+and is run with ``kvharness run CASES --provider python:MODULE``. Functions
+are called with keyword arguments named as in include/kvharness/provider.h;
+tensors are torch.Tensor views of the harness's guarded storage (zero-copy,
+DLPack), on the case's device. The decorators register the kernel and return
+the function unchanged, so tests can call it directly. The full contract is in
+providers/python/README.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Callable, Optional, Sequence
+
+__all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES"]
+
+#: Cache format names (case files, reports) -> kvh_cache_format.
+CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2}
+#: K/V/query dtype names -> kvh_dtype.
+DTYPES = {"fp16": 1, "bf16": 2}
+
+ROLE_WRITER, ROLE_READER = 1, 2
+
+
+@dataclasses.dataclass
+class Kernel:
+    """One registered kernel (what the bridge hands to the harness)."""
+
+    name: str
+    role: int
+    cache_format: str
+    fn: Callable
+    module: str
+    fixture: bool = False
+    description: str = ""
+    dtypes: Sequence[str] = ("fp16", "bf16")
+    head_sizes: Optional[Sequence[int]] = None  # None: any multiple of 8 up to 256
+    block_sizes: Optional[Sequence[int]] = None  # None: any
+    max_gqa_ratio: int = 0  # 0: any
+    workspace_bytes: Optional[Callable[..., int]] = None
+
+
+#: Every kernel any imported module registered, in definition order.
+_KERNELS: list = []
+
+
+def _int_tuple(value, what: str, name: str):
+    if value is None:
+        return None
+    try:
+        out = tuple(int(v) for v in value)
+    except TypeError:
+        raise TypeError(f"kernel {name!r}: {what} must be None or a sequence of ints, got {value!r}") from None
+    if not out or any(v <= 0 for v in out):
+        raise ValueError(f"kernel {name!r}: {what} must be None or positive ints, got {value!r}")
+    return out
+
+
+def _register(fn, **fields):
+    name = fields["name"]
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a kernel name must be a non-empty string, got {name!r}")
+    if fields["cache_format"] not in CACHE_FORMATS:
+        raise ValueError(f"kernel {name!r}: cache_format {fields['cache_format']!r}; expected one of {sorted(CACHE_FORMATS)}")
+    bad = [d for d in fields["dtypes"] if d not in DTYPES]
+    if bad or not fields["dtypes"]:
+        raise ValueError(f"kernel {name!r}: dtypes {tuple(fields['dtypes'])!r}; expected a non-empty subset of {sorted(DTYPES)}")
+    if not callable(fn):
+        raise TypeError(f"kernel {name!r}: the decorated object is not callable")
+    if int(fields.get("max_gqa_ratio", 0)) < 0:
+        raise ValueError(f"kernel {name!r}: max_gqa_ratio must be >= 0")
+    fields["head_sizes"] = _int_tuple(fields.get("head_sizes"), "head_sizes", name)
+    fields["block_sizes"] = _int_tuple(fields.get("block_sizes"), "block_sizes", name)
+    _KERNELS.append(Kernel(fn=fn, module=_registering_module(), **fields))
+    return fn
+
+
+def _registering_module() -> str:
+    """The module whose code applied the decorator (not fn.__module__: a module
+    may register functions defined elsewhere under its own names)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "?") if frame is not None else "?"
+
+
+def writer(name: str, cache_format: str, fixture: bool = False, description: str = "",
+           dtypes: Sequence[str] = ("fp16", "bf16"), head_sizes=None, block_sizes=None):
+    """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size).
+
+    cache_format: "flash" (NHD), "pa_v1" or "shuffle". fixture=True marks a
+    known-bad kernel kept on purpose (its failures are expected). Raises
+    ValueError/TypeError at import for a bad declaration.
+    """
+    def deco(fn):
+        return _register(fn, name=name, role=ROLE_WRITER, cache_format=cache_format, fixture=bool(fixture),
+                         description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
+                         block_sizes=block_sizes)
+    return deco
+
+
+def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
+           dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
+           description: str = "", workspace_bytes: Optional[Callable[..., int]] = None):
+    """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
+    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace).
+
+    head_sizes/block_sizes (None: any), dtypes and max_gqa_ratio (0: any) are
+    the declared capabilities: a case outside them is UNSUPPORTED, or misroute
+    when a router picked the kernel. workspace_bytes, when given, is called with
+    the same keyword arguments minus out and workspace and returns the bytes
+    of device workspace the kernel needs (passed as `workspace`, a uint8 tensor).
+    """
+    def deco(fn):
+        if workspace_bytes is not None and not callable(workspace_bytes):
+            raise TypeError(f"kernel {name!r}: workspace_bytes must be None or callable")
+        return _register(fn, name=name, role=ROLE_READER, cache_format=cache_format, fixture=bool(fixture),
+                         description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
+                         block_sizes=block_sizes, max_gqa_ratio=int(max_gqa_ratio),
+                         workspace_bytes=workspace_bytes)
+    return deco

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the Python bridge through `kvharness run` (CTest, CPU).
+
+  bridge_e2e_test.py TEST --kvharness BIN --out DIR --v1-provider LIB
+
+TEST is one of:
+  torch_cases          cases/python.toml with kvharness_torch exits 0; every torch_ kernel PASSes on every
+                       layout its format has; torch_fixture_shuffle_contiguous fails on exactly the cases
+                       where the built-in fixture_shuffle_contiguous does (interleaved and padded)
+  planted_failures     a writer that writes past its page through the view's storage is out_of_view_write;
+                       a writer and a reader that raise are CRASH launch_error naming type, message and the
+                       raising line of the provider file; the run goes on
+  unimportable_module  a module whose import fails: exit 125 before any case, the module and its failing line
+  abi_v1_provider_cli  an ABI 1 provider library loads through --provider (kvharness info)
+  standalone_bridge    `cmake -S providers/python -B DIR && cmake --build DIR` builds the bridge alone, and
+                       $KVH_PYTHON_BRIDGE makes kvharness use it (a wrong path: exit 125 naming it)
+  triton_case_file     cases/triton.toml with torch stand-ins under the Triton names: the names resolve, every
+                       case but the fixture's PASSes, the fixture FAILs on interleaved and padded only
+  virtualenv           $KVH_PYTHON_EXECUTABLE=VENV/bin/python3 puts the virtualenv's site-packages on the path
+Run from the repository root. Exit status 0 when every check holds.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+PLANTED = "providers/python/testing/kvharness_planted.py"
+UNIMPORTABLE = "providers/python/testing/kvharness_unimportable.py"
+FAILURES = []
+
+# The layouts an x-split cache has (packed is NHD only), from cases/layout.h.
+LAYOUTS = {"flash": {"separate", "kv_first", "interleaved", "padded", "packed", "offset"},
+           "pa_v1": {"separate", "kv_first", "interleaved", "padded", "offset"},
+           "shuffle": {"separate", "kv_first", "interleaved", "padded", "offset"}}
+TORCH_WRITERS = {"torch_reshape_and_cache_flash": "flash", "torch_reshape_and_cache": "pa_v1",
+                 "torch_reshape_and_cache_shuffle": "shuffle"}
+TORCH_READERS = {"torch_paged_attention_v1": "pa_v1", "torch_paged_attention_shuffle": "shuffle"}
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILURES.append(what)
+
+
+def run(args, *cli):
+    cmd = [args.kvharness, *cli]
+    print("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stdout.write(p.stdout[-2000:])
+    sys.stderr.write(p.stderr[-2000:])
+    return p
+
+
+def results(report_dir):
+    with open(os.path.join(report_dir, "results.json")) as f:
+        return json.load(f)["cases"]
+
+
+def marked_line(path, marker):
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if marker in line:
+                return i
+    raise AssertionError(f"{path}: no line marked {marker!r}")
+
+
+def torch_cases(args):
+    p = run(args, "run", "cases/python.toml", "--provider", "python:kvharness_torch", "--report-dir", args.out,
+            "--no-progress")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(args.out)
+    check(len(cases) > 500, f"{len(cases)} cases ran")
+    for name, fmt in {**TORCH_WRITERS, **TORCH_READERS}.items():
+        # Pipelines behind a fixture writer are expected to fail: not this kernel's verdict.
+        mine = [c for c in cases if name in (c.get("writer"), c.get("reader")) and "fixture" not in (c.get("writer") or "")]
+        bad = [c["id"] + ": " + c["verdict"] + " " + (c["detail"] or "")[:200]
+               for c in mine if c["verdict"] != "PASS" and c["layout"] in LAYOUTS[fmt]]
+        check(mine and not bad, f"{name}: {len(mine)} cases, none but PASS on its format's layouts {bad[:3]}")
+        layouts = {c["layout"] for c in mine if c["verdict"] == "PASS"}
+        check(layouts == LAYOUTS[fmt], f"{name} passes on every {fmt} layout: {sorted(layouts)}")
+    crashes = [c["id"] for c in cases if c["verdict"] == "CRASH"]
+    check(not crashes, f"no CRASH {crashes[:3]}")
+
+    def fixture_verdicts(name):
+        # The verdict only: a case's data seed hashes its id, which names the writer, so the two
+        # fixtures see different slots and may fail for different first reasons.
+        return {c["id"].replace(name, "FIXTURE"): c["verdict"] for c in cases
+                if c["kind"] == "write" and c.get("writer") == name}
+    torch_fx, builtin_fx = fixture_verdicts("torch_fixture_shuffle_contiguous"), fixture_verdicts("fixture_shuffle_contiguous")
+    diff = sorted(k for k in set(torch_fx) | set(builtin_fx) if torch_fx.get(k) != builtin_fx.get(k))
+    check(torch_fx and not diff, f"torch fixture verdicts == built-in fixture verdicts on {len(torch_fx)} cases {diff[:3]}")
+    failing_layouts = {k.split("/")[4] for k, v in torch_fx.items() if v == "FAIL"}
+    check(failing_layouts == {"interleaved", "padded"}, f"the fixtures fail on interleaved and padded: {sorted(failing_layouts)}")
+
+
+def triton_case_file(args):
+    """cases/triton.toml with the torch kernels standing in under the Triton names (kvharness_triton_names.py)."""
+    p = run(args, "run", "cases/triton.toml", "--provider", "python:providers/python/testing/kvharness_triton_names.py",
+            "--report-dir", args.out, "--no-progress")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(args.out)
+    fixture = "triton_fixture_shuffle_contiguous"
+    others = [c for c in cases if "fixture" not in (c.get("writer") or "")]  # both fixtures run
+    bad = [(c["id"], c["verdict"]) for c in others if c["verdict"] != "PASS"]
+    check(others and not bad, f"{len(others)} cases without the fixture all PASS {bad[:3]}")
+    fx = [c for c in cases if c.get("writer") == fixture]
+    fails = {c["layout"] for c in fx if c["verdict"] == "FAIL"}
+    passes = {c["layout"] for c in fx if c["verdict"] == "PASS"}
+    check(fails == {"interleaved", "padded"} and passes >= {"separate", "kv_first"} and not fails & passes,
+          f"the fixture FAILs on interleaved and padded only: fails {sorted(fails)}, passes {sorted(passes)}")
+
+
+def planted_failures(args):
+    cases_file = os.path.join(args.out, "planted.toml")
+    os.makedirs(args.out, exist_ok=True)
+    with open(cases_file, "w") as f:
+        f.write("""seeds = [1]
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["padded"]
+num_tokens = [64]
+block_sizes = [16]
+dtypes = ["fp16"]
+writers = ["planted_torch_writes_past_page", "planted_torch_raises", "torch_reshape_and_cache_flash"]
+
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+batch_sizes = [2]
+context_lens = [1, 40]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["planted_torch_reader_raises", "planted_torch_workspace_raises", "torch_paged_attention_v1",
+           "torch_checks_workspace"]
+
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+head_sizes = [64, 128]
+batch_sizes = [2]
+context_lens = [1, 40]
+block_sizes = [16, 32]
+dtypes = ["fp16", "bf16"]
+readers = ["planted_torch_hd128_only"]
+""")
+    p = run(args, "run", cases_file, "--provider", "python:kvharness_torch", "--provider", "python:" + PLANTED,
+            "--report-dir", args.out, "--no-progress")
+    check(p.returncode in (0, 1), f"the run finished (exit {p.returncode})")
+    cases = results(args.out)
+    by = {}
+    for c in cases:
+        by.setdefault(c.get("writer") or c.get("reader"), []).append(c)
+    past = by.get("planted_torch_writes_past_page", [])
+    check(past and all(c["verdict"] == "FAIL" and c["reason"] == "out_of_view_write" for c in past),
+          f"writing past the page through the view is out_of_view_write: {[(c['verdict'], c['reason']) for c in past]}")
+    for name, marker, text in (("planted_torch_raises", "# PLANTED: writer raises", "ValueError: planted failure at 64 tokens"),
+                               ("planted_torch_reader_raises", "# PLANTED: reader raises", "RuntimeError: planted reader failure"),
+                               ("planted_torch_workspace_raises", "# PLANTED: workspace raises",
+                                "workspace_bytes: OverflowError: planted workspace failure at block_size 16")):
+        where = f"{PLANTED}:{marked_line(PLANTED, marker)}"
+        got = by.get(name, [])
+        ok = got and all(c["verdict"] == "CRASH" and c["reason"] == "launch_error" and text in c["detail"]
+                         and where in c["detail"] for c in got)
+        check(ok, f"{name} is CRASH launch_error with '{text}' at {where}: {[(c['verdict'], c['reason'], c['detail']) for c in got]}")
+    for name in ("torch_reshape_and_cache_flash", "torch_paged_attention_v1", "torch_checks_workspace"):
+        got = by.get(name, [])
+        check(got and all(c["verdict"] == "PASS" for c in got), f"the run goes on after the crashes: {name} PASSes")
+    check(not any(c["verdict"] == "CRASH" and c["reason"] != "launch_error" for c in cases), "no other crash")
+    # Declared capabilities: only hd128/bs16/fp16 runs; every other case is UNSUPPORTED naming the capability.
+    caps = by.get("planted_torch_hd128_only", [])
+    inside = [c for c in caps if c["head_size"] == 128 and c["block_size"] == 16 and c["dtype"] == "fp16"]
+    check(len(caps) == 8 and len(inside) == 1 and inside[0]["verdict"] == "PASS",
+          f"the reader runs inside its capabilities: {[(c['id'], c['verdict']) for c in inside]}")
+    outside = [c for c in caps if c not in inside]
+    check(outside and all(c["verdict"] == "UNSUPPORTED" and "planted_torch_hd128_only declares" in c["detail"] for c in outside),
+          f"outside them UNSUPPORTED with the reason: {[(c['verdict'], c['detail']) for c in outside][:3]}")
+
+
+def unimportable_module(args):
+    p = run(args, "run", "cases/python.toml", "--provider", "python:" + UNIMPORTABLE, "--report-dir", args.out,
+            "--no-progress")
+    check(p.returncode == 125, f"exit code 125 (got {p.returncode})")
+    where = f"{UNIMPORTABLE}:{marked_line(UNIMPORTABLE, '# PLANTED: import fails')}"
+    check("python:" + UNIMPORTABLE in p.stderr, "stderr names the module")
+    check("ModuleNotFoundError: No module named 'kvharness_no_such_dependency'" in p.stderr, "stderr has the exception")
+    check(where in p.stderr, f"stderr has the failing line {where}")
+    check(not os.path.exists(os.path.join(args.out, "results.json")), "no case ran (no report)")
+    p = run(args, "list", "cases/python.toml", "--provider", "python:no_such_module_anywhere")
+    check(p.returncode == 125 and "No module named 'no_such_module_anywhere'" in p.stderr,
+          f"a module that is not on the path: exit 125 (got {p.returncode})")
+
+
+def standalone_bridge(args):
+    """The one command of the README builds the bridge alone; $KVH_PYTHON_BRIDGE selects it."""
+    build = os.path.join(args.out, "bridge")
+    cfg = ["cmake", "-S", "providers/python", "-B", build, f"-DPython3_EXECUTABLE={sys.executable}"]
+    if shutil.which("ninja") and not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        cfg += ["-G", "Ninja"]  # CI installs ninja-build, not make
+    for cmd in (cfg, ["cmake", "--build", build]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, " ".join(cmd) + ("" if p.returncode == 0 else "\n" + p.stdout[-3000:] + p.stderr[-3000:]))
+        if p.returncode:
+            return
+    lib = os.path.join(build, "libkvh_python.so")
+    env = dict(os.environ, KVH_PYTHON_BRIDGE=os.path.abspath(lib))
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:kvharness_torch"], capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and "torch_reshape_and_cache_shuffle" in p.stdout, f"the standalone bridge serves kvharness_torch (exit {p.returncode}) {p.stderr[-500:]}")
+    env["KVH_PYTHON_BRIDGE"] = "/nonexistent/libkvh_python.so"
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:kvharness_torch"], capture_output=True, text=True, env=env)
+    check(p.returncode == 125 and "/nonexistent/libkvh_python.so" in p.stderr,
+          f"$KVH_PYTHON_BRIDGE comes first: a wrong one is exit 125 naming it (exit {p.returncode})")
+
+
+def virtualenv(args):
+    """$KVH_PYTHON_EXECUTABLE set to a virtualenv's python: its site-packages are on the bridge's path."""
+    venv = os.path.join(args.out, "venv")
+    if not os.path.isdir(venv):
+        p = subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], capture_output=True, text=True)
+        check(p.returncode == 0, "python3 -m venv --without-pip " + p.stderr[-500:])
+    site = subprocess.run([os.path.join(venv, "bin", "python3"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(site, "kvh_venv_marker.py"), "w") as f:
+        f.write("FORMAT = 'flash'\n")
+    provider = os.path.join(args.out, "kvharness_venv_provider.py")
+    with open(provider, "w") as f:
+        f.write("import kvh_venv_marker\nfrom kvharness import writer\n\n"
+                "@writer('venv_writer', cache_format=kvh_venv_marker.FORMAT)\n"
+                "def w(key, value, key_cache, value_cache, slot_mapping, block_size):\n    pass\n")
+    env = dict(os.environ, KVH_PYTHON_EXECUTABLE=os.path.join(venv, "bin", "python3"))
+    env.pop("VIRTUAL_ENV", None)
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:" + provider], capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and "venv_writer" in p.stdout, f"the venv's module imports (exit {p.returncode}) {p.stderr[-500:]}")
+    env.pop("KVH_PYTHON_EXECUTABLE")
+    p = subprocess.run([args.kvharness, "info", "--provider", "python:" + provider], capture_output=True, text=True, env=env)
+    check(p.returncode == 125 and "No module named 'kvh_venv_marker'" in p.stderr,
+          f"known-bad: without it the module is not found (exit {p.returncode})")
+
+
+def abi_v1_provider_cli(args):
+    p = run(args, "info", "--provider", args.v1_provider)
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    check("v1_record_write" in p.stdout and "v1_record_attention" in p.stdout, "kvharness info lists the ABI 1 kernels")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("test", choices=["torch_cases", "planted_failures", "unimportable_module", "abi_v1_provider_cli",
+                                     "standalone_bridge", "virtualenv", "triton_case_file"])
+    ap.add_argument("--kvharness", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--v1-provider", required=True)
+    args = ap.parse_args()
+    if os.path.exists(os.path.join(args.out, "results.json")):
+        os.remove(os.path.join(args.out, "results.json"))
+    globals()[args.test](args)
+    print(f"{len(FAILURES)} check(s) failed" if FAILURES else "all checks passed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
