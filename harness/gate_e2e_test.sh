@@ -201,6 +201,103 @@ T
     || fail "bisect blamed another commit: $(grep -A4 'is the first bad commit' "$WORK/bisect.log")"
   git bisect reset -q
   ;;
+# ---- Adversarial tests (the attack branch): each fails on the landed gate. ----
+# A declaration that covers no case of an unfiltered run is stale (the fixture
+# row was removed or flipped, a writer renamed): the bug it names is no longer
+# checked, yet the run is green. Without --filter it must not exit 0.
+attack_stale_declaration_is_not_green)
+  cat > "$WORK/stale.toml" <<'EOF'
+seeds = [1]
+[[write]]
+models = ["Qwen3.5-397B-A17B"]
+tp = 8
+layouts = ["interleaved"]
+head_sizes = [128]
+num_tokens = [4]
+block_sizes = [16]
+dtypes = ["fp16"]
+writers = ["reshape_and_cache_shuffle"]
+
+[[write.expected_failure]]
+filter = "writer=fixture_shuffle_contiguous"
+component = "writer"
+reasons = ["mismatch", "out_of_view_write"]
+why = "the fixture must fail on interleaved caches"
+EOF
+  "$KVH" run "$WORK/stale.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] || fail "a declaration that covers no case (stale.toml:12) left the run green (exit 0)"
+  grep -q 'stale.toml:12' "$WORK/out" || fail "the message does not name the stale declaration: $(cat "$WORK/out")"
+  ;;
+# A declared failure whose case became UNSUPPORTED (the kernel now refuses it,
+# its cache format changed) shows no failure: strictness must not let it pass.
+attack_declared_case_unsupported_is_not_green)
+  cat > "$WORK/unsup.toml" <<'EOF'
+seeds = [1]
+[[pipeline]]
+models = ["Qwen3.5-397B-A17B"]
+tp = 8
+layouts = ["interleaved"]
+batch_sizes = [4]
+context_lens = [700, 1300]
+block_sizes = [16]
+dtypes = ["bf16"]
+target = "MI355X"
+
+[[pipeline.variants]]
+name = "fixed"
+writer = "reshape_and_cache_shuffle"
+router = "aiter-v0.1.12"
+
+[[pipeline.variants]]
+name = "my kernel"
+writer = "reshape_and_cache_shuffle"
+reader = "paged_attention_v1"
+
+[[pipeline.variants.expected_failure]]
+component = "reader"
+why = "my reader's known bug"
+EOF
+  "$KVH" run "$WORK/unsup.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ "$(json "$WORK/r/results.json" "sum(c['verdict']=='UNSUPPORTED' for c in j['cases'])")" = 1 ] \
+    || fail "the setup changed: the declared case should be UNSUPPORTED"
+  [ $rc -ne 0 ] || fail "the only case declared to fail was UNSUPPORTED and the run exited 0"
+  ;;
+# --report-dir through a symlink (CI: reports/latest -> an artifact directory):
+# the set must land where the link points, and the link must survive; today the
+# link is swapped for a directory and the target keeps the previous (green) set.
+attack_symlink_report_dir)
+  printf '[[write]]\ntp = two\n' > "$WORK/bad.toml"
+  "$KVH" run cases/default.toml --filter 'kind=write,layout=interleaved,head_size=128,block_size=16,dtype=fp16' \
+    --report-dir "$WORK/artifacts" --no-progress > /dev/null 2>&1 || fail "setup: the green run failed"
+  ln -s artifacts "$WORK/latest"
+  "$KVH" run "$WORK/bad.toml" --report-dir "$WORK/latest" --no-progress > /dev/null 2>&1
+  [ -L "$WORK/latest" ] || fail "--report-dir through a symlink replaced the link with a directory"
+  [ "$(json "$WORK/artifacts/results.json" "j['exit_code']")" = 2 ] \
+    || fail "the symlink's target still holds the previous run's report set (exit_code $(json "$WORK/artifacts/results.json" "j['exit_code']"))"
+  ;;
+# With --bisect a usage error must be 125 (skip), never 2 ("bad" to git bisect).
+attack_bisect_usage_error)
+  "$KVH" run --bisect --seed not-a-number --report-dir "$WORK/r" > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -eq 125 ] || fail "run --bisect with a bad option value: expected 125, got $rc"
+  ;;
+# A string that is not UTF-8 (here --label; also a case-file path or a provider
+# kernel name) makes results.json unserialisable: exit 128 after every case ran,
+# and the previous green report set stays in the directory for CI to upload.
+attack_non_utf8_label_keeps_stale_reports)
+  F='kind=write,layout=interleaved,head_size=128,block_size=16,dtype=fp16'
+  "$KVH" run cases/default.toml --filter "$F" --report-dir "$WORK/r" --no-progress > /dev/null 2>&1 \
+    || fail "setup: the green run failed"
+  "$KVH" run cases/default.toml --filter "$F,writer=fixture_shuffle_contiguous" --report-dir "$WORK/r" \
+    --no-progress --label "$(printf 'runner-\377')" > "$WORK/out" 2>&1
+  [ "$(json "$WORK/r/results.json" "len(j['cases'])")" != 16 ] \
+    || fail "the previous run's report set outlived this run: $(cat "$WORK/out")"
+  ls -a "$WORK" | grep -q staging && fail "a staging directory was left behind: $(ls -a "$WORK")"
+  python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" "$WORK/r/junit.xml" \
+    || fail "junit.xml is not well-formed"
+  ;;
 *) fail "unknown test $TEST" ;;
 esac
 echo "ok: $TEST"
