@@ -298,6 +298,17 @@ attack_non_utf8_label_keeps_stale_reports)
   python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" "$WORK/r/junit.xml" \
     || fail "junit.xml is not well-formed"
   ;;
+# A run where every case is UNSUPPORTED tested nothing: exit 125, and the
+# "nothing selected" run's junit.xml carries an <error>; this one's says
+# failures="0" errors="0" (all skipped), so a CI that reads only junit is green.
+attack_nothing_ran_junit_is_not_green)
+  printf 'seeds = [1]\n[[pipeline]]\nmodels = ["Qwen3.5-397B-A17B"]\ntp = 8\nlayouts = ["interleaved"]\nbatch_sizes = [4]\ncontext_lens = [700, 1300]\nblock_sizes = [16]\ndtypes = ["bf16"]\nwriters = ["reshape_and_cache_shuffle"]\nreaders = ["paged_attention_v1"]\n' \
+    > "$WORK/unsup.toml"
+  "$KVH" run "$WORK/unsup.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -eq 125 ] || fail "setup: a run of UNSUPPORTED cases only should exit 125, got $rc: $(cat "$WORK/out")"
+  grep -q '<error' "$WORK/r/junit.xml" || fail "junit.xml of a run that tested nothing (exit 125) has no error: $(head -2 "$WORK/r/junit.xml" | tail -1)"
+  ;;
 *) fail "unknown test $TEST" ;;
 esac
 echo "ok: $TEST"
