@@ -309,6 +309,22 @@ attack_nothing_ran_junit_is_not_green)
   [ $rc -eq 125 ] || fail "setup: a run of UNSUPPORTED cases only should exit 125, got $rc: $(cat "$WORK/out")"
   grep -q '<error' "$WORK/r/junit.xml" || fail "junit.xml of a run that tested nothing (exit 125) has no error: $(head -2 "$WORK/r/junit.xml" | tail -1)"
   ;;
+# A provider's kernel that sets kvh_kernel_desc.fixture (a positional
+# initializer off by one field, uninitialised memory in a generated table)
+# exempts all its own non-CRASH failures without any declaration: a regressed
+# kernel under test (the last token never written) exits 0, junit failures="0".
+attack_provider_fixture_flag_exempts_itself)
+  cd "$WORK"
+  sed -n '/^#include <stdint.h>/,/^const kvh_kernel_desc\* kvh_provider_kernels/p' "$SRC/harness/gate_e2e_test.sh" \
+    | sed 's|t < T /\*LIMIT\*/|t < T - 1|; s|KVH_CACHE_NHD, 0, write_nhd|KVH_CACHE_NHD, 1, write_nhd|' > provider.c
+  grep -q 'KVH_CACHE_NHD, 1, write_nhd' provider.c && grep -q 't < T - 1' provider.c || fail "setup: provider not planted"
+  cc -shared -fPIC -O1 -I"$SRC/include" provider.c -o provider.so || fail "setup: provider does not build"
+  printf '[[write]]\nmodels = ["Qwen3-235B-A22B"]\ntp = 2\nlayouts = ["separate", "interleaved"]\nnum_tokens = [4, 67]\nblock_sizes = [16]\ndtypes = ["bf16"]\nwriters = ["c_reshape_and_cache_flash"]\n' > cases.toml
+  "$KVH" run cases.toml --provider ./provider.so --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ "$(json "$WORK/r/results.json" "j['counts']['fail']")" -ge 1 ] || fail "setup: the planted writer bug did not show"
+  [ $rc -ne 0 ] || fail "a provider kernel flagged fixture exempted its own failures with no declaration: exit 0"
+  ;;
 *) fail "unknown test $TEST" ;;
 esac
 echo "ok: $TEST"
