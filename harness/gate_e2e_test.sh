@@ -325,6 +325,31 @@ attack_provider_fixture_flag_exempts_itself)
   [ "$(json "$WORK/r/results.json" "j['counts']['fail']")" -ge 1 ] || fail "setup: the planted writer bug did not show"
   [ $rc -ne 0 ] || fail "a provider kernel flagged fixture exempted its own failures with no declaration: exit 0"
   ;;
+# Wrong blame: a pipeline's writer that faults (a wild write: SIGSEGV on the cpu
+# backend) is reported as CRASH of component "reader", the kernel that never ran.
+attack_pipeline_writer_segfault_blames_reader)
+  cd "$WORK"
+  cat > provider.c <<'C'
+#include <stdint.h>
+#include "kvharness/provider.h"
+static int write_wild(const kvh_write_args* a, void* stream) {
+  (void)a; (void)stream;
+  *(volatile uint16_t*)(uintptr_t)16 = 1;  /* a wild write */
+  return 0;
+}
+static const kvh_kernel_desc k[] = {{KVH_ABI_VERSION, "c_wild_writer", "writes through a bad pointer",
+                                     KVH_ROLE_WRITER, KVH_CACHE_PA_V1, 0, write_wild, 0, 0, 0, 0, {0}}};
+const kvh_kernel_desc* kvh_provider_kernels(int32_t* n) { *n = 1; return k; }
+C
+  cc -shared -fPIC -O1 -I"$SRC/include" provider.c -o provider.so || fail "setup: provider does not build"
+  printf 'seeds = [1]\n[[pipeline]]\nmodels = ["Qwen3.5-397B-A17B"]\ntp = 8\nlayouts = ["kv_first"]\nbatch_sizes = [4]\ncontext_lens = [700, 1300]\nblock_sizes = [16]\ndtypes = ["bf16"]\nwriters = ["c_wild_writer"]\nreaders = ["paged_attention_v1"]\n' > cases.toml
+  "$KVH" run cases.toml --provider ./provider.so --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] || fail "setup: a segfaulting writer should exit 1, got $rc"
+  [ "$(json "$WORK/r/results.json" "j['cases'][0]['verdict']")" = CRASH ] || fail "setup: not a CRASH"
+  comp=$(json "$WORK/r/results.json" "j['cases'][0]['component']")
+  [ "$comp" = writer ] || fail "the writer faulted, the report blames component '$comp'"
+  ;;
 *) fail "unknown test $TEST" ;;
 esac
 echo "ok: $TEST"
