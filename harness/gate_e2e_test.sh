@@ -350,6 +350,17 @@ C
   comp=$(json "$WORK/r/results.json" "j['cases'][0]['component']")
   [ "$comp" = writer ] || fail "the writer faulted, the report blames component '$comp'"
   ;;
+# A top-level [[expected_failure]] of one case file covers the cases of every
+# other case file of the run: `kvharness run cases/default.toml mine.toml`
+# lets mine.toml excuse (reasons omitted: any FAIL) default.toml's kernels.
+attack_declaration_leaks_into_other_case_files)
+  printf 'seeds = [1]\n[[write]]\nmodels = ["Qwen3.5-397B-A17B"]\ntp = 8\nlayouts = ["interleaved"]\nhead_sizes = [128]\nnum_tokens = [4]\nblock_sizes = [16]\ndtypes = ["fp16"]\nwriters = ["reshape_and_cache_flash"]\n\n[[expected_failure]]\nfilter = "writer=reshape_and_cache_flash"\nwhy = "my own bug"\n' \
+    > "$WORK/mine.toml"
+  "$KVH" run cases/default.toml "$WORK/mine.toml" --filter 'kind=write,layout=interleaved,head_size=128,block_size=16,dtype=fp16' \
+    --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  n=$(json "$WORK/r/results.json" "sum(1 for c in j['cases'] if 'default.toml' in c['source'] and any('mine.toml' in e for e in c['expectations']))")
+  [ "$n" = 0 ] || fail "mine.toml's top-level declaration covers $n case(s) of cases/default.toml"
+  ;;
 *) fail "unknown test $TEST" ;;
 esac
 echo "ok: $TEST"
