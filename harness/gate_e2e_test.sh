@@ -201,6 +201,166 @@ T
     || fail "bisect blamed another commit: $(grep -A4 'is the first bad commit' "$WORK/bisect.log")"
   git bisect reset -q
   ;;
+# ---- Adversarial tests (the attack branch): each fails on the landed gate. ----
+# A declaration that covers no case of an unfiltered run is stale (the fixture
+# row was removed or flipped, a writer renamed): the bug it names is no longer
+# checked, yet the run is green. Without --filter it must not exit 0.
+attack_stale_declaration_is_not_green)
+  cat > "$WORK/stale.toml" <<'EOF'
+seeds = [1]
+[[write]]
+models = ["Qwen3.5-397B-A17B"]
+tp = 8
+layouts = ["interleaved"]
+head_sizes = [128]
+num_tokens = [4]
+block_sizes = [16]
+dtypes = ["fp16"]
+writers = ["reshape_and_cache_shuffle"]
+
+[[write.expected_failure]]
+filter = "writer=fixture_shuffle_contiguous"
+component = "writer"
+reasons = ["mismatch", "out_of_view_write"]
+why = "the fixture must fail on interleaved caches"
+EOF
+  "$KVH" run "$WORK/stale.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] || fail "a declaration that covers no case (stale.toml:12) left the run green (exit 0)"
+  grep -q 'stale.toml:12' "$WORK/out" || fail "the message does not name the stale declaration: $(cat "$WORK/out")"
+  ;;
+# A declared failure whose case became UNSUPPORTED (the kernel now refuses it,
+# its cache format changed) shows no failure: strictness must not let it pass.
+attack_declared_case_unsupported_is_not_green)
+  cat > "$WORK/unsup.toml" <<'EOF'
+seeds = [1]
+[[pipeline]]
+models = ["Qwen3.5-397B-A17B"]
+tp = 8
+layouts = ["interleaved"]
+batch_sizes = [4]
+context_lens = [700, 1300]
+block_sizes = [16]
+dtypes = ["bf16"]
+target = "MI355X"
+
+[[pipeline.variants]]
+name = "fixed"
+writer = "reshape_and_cache_shuffle"
+router = "aiter-v0.1.12"
+
+[[pipeline.variants]]
+name = "my kernel"
+writer = "reshape_and_cache_shuffle"
+reader = "paged_attention_v1"
+
+[[pipeline.variants.expected_failure]]
+component = "reader"
+why = "my reader's known bug"
+EOF
+  "$KVH" run "$WORK/unsup.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ "$(json "$WORK/r/results.json" "sum(c['verdict']=='UNSUPPORTED' for c in j['cases'])")" = 1 ] \
+    || fail "the setup changed: the declared case should be UNSUPPORTED"
+  [ $rc -ne 0 ] || fail "the only case declared to fail was UNSUPPORTED and the run exited 0"
+  ;;
+# --report-dir through a symlink (CI: reports/latest -> an artifact directory):
+# the set must land where the link points, and the link must survive; today the
+# link is swapped for a directory and the target keeps the previous (green) set.
+attack_symlink_report_dir)
+  printf '[[write]]\ntp = two\n' > "$WORK/bad.toml"
+  "$KVH" run cases/default.toml --filter 'kind=write,layout=interleaved,head_size=128,block_size=16,dtype=fp16' \
+    --report-dir "$WORK/artifacts" --no-progress > /dev/null 2>&1 || fail "setup: the green run failed"
+  ln -s artifacts "$WORK/latest"
+  "$KVH" run "$WORK/bad.toml" --report-dir "$WORK/latest" --no-progress > /dev/null 2>&1
+  [ -L "$WORK/latest" ] || fail "--report-dir through a symlink replaced the link with a directory"
+  [ "$(json "$WORK/artifacts/results.json" "j['exit_code']")" = 2 ] \
+    || fail "the symlink's target still holds the previous run's report set (exit_code $(json "$WORK/artifacts/results.json" "j['exit_code']"))"
+  ;;
+# With --bisect a usage error must be 125 (skip), never 2 ("bad" to git bisect).
+attack_bisect_usage_error)
+  "$KVH" run --bisect --seed not-a-number --report-dir "$WORK/r" > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -eq 125 ] || fail "run --bisect with a bad option value: expected 125, got $rc"
+  ;;
+# A string that is not UTF-8 (here --label; also a case-file path or a provider
+# kernel name) makes results.json unserialisable: exit 128 after every case ran,
+# and the previous green report set stays in the directory for CI to upload.
+attack_non_utf8_label_keeps_stale_reports)
+  F='kind=write,layout=interleaved,head_size=128,block_size=16,dtype=fp16'
+  "$KVH" run cases/default.toml --filter "$F" --report-dir "$WORK/r" --no-progress > /dev/null 2>&1 \
+    || fail "setup: the green run failed"
+  "$KVH" run cases/default.toml --filter "$F,writer=fixture_shuffle_contiguous" --report-dir "$WORK/r" \
+    --no-progress --label "$(printf 'runner-\377')" > "$WORK/out" 2>&1
+  [ "$(json "$WORK/r/results.json" "len(j['cases'])")" != 16 ] \
+    || fail "the previous run's report set outlived this run: $(cat "$WORK/out")"
+  ls -a "$WORK" | grep -q staging && fail "a staging directory was left behind: $(ls -a "$WORK")"
+  python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" "$WORK/r/junit.xml" \
+    || fail "junit.xml is not well-formed"
+  ;;
+# A run where every case is UNSUPPORTED tested nothing: exit 125, and the
+# "nothing selected" run's junit.xml carries an <error>; this one's says
+# failures="0" errors="0" (all skipped), so a CI that reads only junit is green.
+attack_nothing_ran_junit_is_not_green)
+  printf 'seeds = [1]\n[[pipeline]]\nmodels = ["Qwen3.5-397B-A17B"]\ntp = 8\nlayouts = ["interleaved"]\nbatch_sizes = [4]\ncontext_lens = [700, 1300]\nblock_sizes = [16]\ndtypes = ["bf16"]\nwriters = ["reshape_and_cache_shuffle"]\nreaders = ["paged_attention_v1"]\n' \
+    > "$WORK/unsup.toml"
+  "$KVH" run "$WORK/unsup.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -eq 125 ] || fail "setup: a run of UNSUPPORTED cases only should exit 125, got $rc: $(cat "$WORK/out")"
+  grep -q '<error' "$WORK/r/junit.xml" || fail "junit.xml of a run that tested nothing (exit 125) has no error: $(head -2 "$WORK/r/junit.xml" | tail -1)"
+  ;;
+# A provider's kernel that sets kvh_kernel_desc.fixture (a positional
+# initializer off by one field, uninitialised memory in a generated table)
+# exempts all its own non-CRASH failures without any declaration: a regressed
+# kernel under test (the last token never written) exits 0, junit failures="0".
+attack_provider_fixture_flag_exempts_itself)
+  cd "$WORK"
+  sed -n '/^#include <stdint.h>/,/^const kvh_kernel_desc\* kvh_provider_kernels/p' "$SRC/harness/gate_e2e_test.sh" \
+    | sed 's|t < T /\*LIMIT\*/|t < T - 1|; s|KVH_CACHE_NHD, 0, write_nhd|KVH_CACHE_NHD, 1, write_nhd|' > provider.c
+  grep -q 'KVH_CACHE_NHD, 1, write_nhd' provider.c && grep -q 't < T - 1' provider.c || fail "setup: provider not planted"
+  cc -shared -fPIC -O1 -I"$SRC/include" provider.c -o provider.so || fail "setup: provider does not build"
+  printf '[[write]]\nmodels = ["Qwen3-235B-A22B"]\ntp = 2\nlayouts = ["separate", "interleaved"]\nnum_tokens = [4, 67]\nblock_sizes = [16]\ndtypes = ["bf16"]\nwriters = ["c_reshape_and_cache_flash"]\n' > cases.toml
+  "$KVH" run cases.toml --provider ./provider.so --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ "$(json "$WORK/r/results.json" "j['counts']['fail']")" -ge 1 ] || fail "setup: the planted writer bug did not show"
+  [ $rc -ne 0 ] || fail "a provider kernel flagged fixture exempted its own failures with no declaration: exit 0"
+  ;;
+# Wrong blame: a pipeline's writer that faults (a wild write: SIGSEGV on the cpu
+# backend) is reported as CRASH of component "reader", the kernel that never ran.
+attack_pipeline_writer_segfault_blames_reader)
+  cd "$WORK"
+  cat > provider.c <<'C'
+#include <stdint.h>
+#include "kvharness/provider.h"
+static int write_wild(const kvh_write_args* a, void* stream) {
+  (void)a; (void)stream;
+  *(volatile uint16_t*)(uintptr_t)16 = 1;  /* a wild write */
+  return 0;
+}
+static const kvh_kernel_desc k[] = {{KVH_ABI_VERSION, "c_wild_writer", "writes through a bad pointer",
+                                     KVH_ROLE_WRITER, KVH_CACHE_PA_V1, 0, write_wild, 0, 0, 0, 0, {0}}};
+const kvh_kernel_desc* kvh_provider_kernels(int32_t* n) { *n = 1; return k; }
+C
+  cc -shared -fPIC -O1 -I"$SRC/include" provider.c -o provider.so || fail "setup: provider does not build"
+  printf 'seeds = [1]\n[[pipeline]]\nmodels = ["Qwen3.5-397B-A17B"]\ntp = 8\nlayouts = ["kv_first"]\nbatch_sizes = [4]\ncontext_lens = [700, 1300]\nblock_sizes = [16]\ndtypes = ["bf16"]\nwriters = ["c_wild_writer"]\nreaders = ["paged_attention_v1"]\n' > cases.toml
+  "$KVH" run cases.toml --provider ./provider.so --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] || fail "setup: a segfaulting writer should exit 1, got $rc"
+  [ "$(json "$WORK/r/results.json" "j['cases'][0]['verdict']")" = CRASH ] || fail "setup: not a CRASH"
+  comp=$(json "$WORK/r/results.json" "j['cases'][0]['component']")
+  [ "$comp" = writer ] || fail "the writer faulted, the report blames component '$comp'"
+  ;;
+# A top-level [[expected_failure]] of one case file covers the cases of every
+# other case file of the run: `kvharness run cases/default.toml mine.toml`
+# lets mine.toml excuse (reasons omitted: any FAIL) default.toml's kernels.
+attack_declaration_leaks_into_other_case_files)
+  printf 'seeds = [1]\n[[write]]\nmodels = ["Qwen3.5-397B-A17B"]\ntp = 8\nlayouts = ["interleaved"]\nhead_sizes = [128]\nnum_tokens = [4]\nblock_sizes = [16]\ndtypes = ["fp16"]\nwriters = ["reshape_and_cache_flash"]\n\n[[expected_failure]]\nfilter = "writer=reshape_and_cache_flash"\nwhy = "my own bug"\n' \
+    > "$WORK/mine.toml"
+  "$KVH" run cases/default.toml "$WORK/mine.toml" --filter 'kind=write,layout=interleaved,head_size=128,block_size=16,dtype=fp16' \
+    --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1
+  n=$(json "$WORK/r/results.json" "sum(1 for c in j['cases'] if 'default.toml' in c['source'] and any('mine.toml' in e for e in c['expectations']))")
+  [ "$n" = 0 ] || fail "mine.toml's top-level declaration covers $n case(s) of cases/default.toml"
+  ;;
 *) fail "unknown test $TEST" ;;
 esac
 echo "ok: $TEST"
