@@ -484,7 +484,10 @@ CaseFile parse_case_file_text(const std::string& text, const std::string& name) 
       c.fail(*n, to_string(kind), fmt::format("expected [[{}]] tables", to_string(kind)));
     for (const auto& e : *arr) expand_decode(c, *e.as_table(), kind, models, seeds, cases, expected);
   }
-  for (auto& e : expectations_of(c, root, "expected_failure")) expected.push_back(std::move(e));
+  for (auto& e : expectations_of(c, root, "expected_failure")) {
+    e.scope_file = name;  // never another file's cases
+    expected.push_back(std::move(e));
+  }
   return CaseFile{std::move(cases), std::move(expected)};
 }
 

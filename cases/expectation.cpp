@@ -20,6 +20,7 @@ bool ExpectedFailure::covers(const Case& c) const {
     if (compiled_.empty()) compiled_.emplace_back(filter);
     return compiled_.front().matches(c);
   };
+  if (!scope_file.empty() && c.source.rfind(scope_file + ":", 0) != 0) return false;
   if (!scope_source.empty())
     return c.source == scope_source && (scope_variant.empty() || c.variant_name == scope_variant) &&
            (filter.empty() || filter_matches());

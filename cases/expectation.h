@@ -31,6 +31,7 @@ struct ExpectedFailure {
   std::vector<std::string> reasons;  // reason classes allowed; empty: any FAIL reason
   std::string why;                   // the bug, in words
   std::string source;                // "file:line" of the declaration
+  std::string scope_file;            // a case file's top-level declaration: covers that file's cases only
   std::string scope_source;          // scoped: the "file:line" of the table whose cases it covers
   std::string scope_variant;         // scoped to a variant: its name; "" = every variant of the table
 

@@ -238,6 +238,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
       d_slots.upload(s.slots.data(), s.slots.size() * 8);
       on_device = component::kWriter;
+      note_running_component(on_device);
       const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
       if (rc != 0) {
         const LaunchFailure f = launch_failure(*wr, rc);
@@ -247,6 +248,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       }
       device::synchronize();
       on_device = component::kHarness;
+      note_running_component(on_device);
       GuardedArena expected = cache;  // the storage before the writer; the reference writes into it
       d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
       Verdict wv = check_writer_output(L, c.dtype, key, value, s.slots, expected, cache);
@@ -284,6 +286,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       }
     }
     on_device = component::kReader;
+    note_running_component(on_device);
     const int rc = rd->attention(&a, nullptr);
     if (rc != 0) {
       const LaunchFailure f = launch_failure(*rd, rc);
@@ -292,6 +295,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
     device::synchronize();
     on_device = component::kHarness;
+    note_running_component(on_device);
 
     GuardedArena out_after(S * NH * HD, 2, 4096, GuardedArena::Uninitialized{});
     GuardedArena cache_after(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
@@ -361,8 +365,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // is idempotent: the reader overwrites out and its workspace, the writer rewrites the same slots.
     if (timing_enabled(options.timing)) {
       on_device = component::kReader;
+      note_running_component(on_device);
       r.v.kernel_us = time_kernel(options.timing, [&] { return rd->attention(&a, nullptr); }, &r.v.detail);
       on_device = component::kWriter;
+      note_running_component(on_device);
       if (wr)
         r.v.writer_us = time_kernel(options.timing, [&] {
           return launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -126,8 +127,12 @@ Counts count(const RunReport& r) {
 
 std::string junit_xml(const RunReport& r) {
   const Counts n = count(r);
-  // A run that did not finish, or stopped on an input error, is an <error>: a CI that reads only junit fails.
-  const bool run_error = !r.complete || !r.error.empty();
+  // A run that did not finish, stopped on an input error, or judged nothing (every case UNSUPPORTED)
+  // is an <error>: a CI that reads only junit fails.
+  const bool nothing_ran = r.complete && r.error.empty() && !r.results.empty() &&
+                           std::all_of(r.results.begin(), r.results.end(),
+                                       [](const CaseResult& cr) { return cr.v.status == Status::Unsupported; });
+  const bool run_error = !r.complete || !r.error.empty() || nothing_ran;
   std::string out = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvharness\" tests=\"{}\" failures=\"{}\" "
       "errors=\"{}\" skipped=\"{}\" timestamp=\"{}\">\n",
@@ -150,10 +155,13 @@ std::string junit_xml(const RunReport& r) {
   prop("expected_failures", std::to_string(n.expected));
   out += "  </properties>\n";
   if (run_error) {
-    const std::string why = !r.error.empty() ? r.error : r.stopped_because;
+    const std::string why = !r.error.empty() ? r.error
+                            : nothing_ran    ? "nothing was judged: every case is UNSUPPORTED"
+                            : !r.stopped_because.empty() ? r.stopped_because
+                                                         : "the run did not finish (killed?)";
     out += fmt::format("  <testcase classname=\"kvharness.run\" name=\"run complete\" time=\"0\"><error type=\"{}\" "
                        "message=\"{}\"/></testcase>\n",
-                       !r.error.empty() ? "input_error" : "incomplete", xml_escape(why));
+                       !r.error.empty() ? "input_error" : nothing_ran ? "nothing_ran" : "incomplete", xml_escape(why));
   }
   for (const auto& cr : r.results) {
     out += fmt::format("  <testcase classname=\"kvharness.{}.{}\" name=\"{}\" time=\"{:.3f}\">", to_string(cr.c.kind),

@@ -94,8 +94,9 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
                                             partial.interrupted_by, strsignal(partial.interrupted_by), cr.c.id(),
                                             rep.results.size(), cases.size());
     } else {
-      // Which kernel hung is not known for a pipeline: both run in the case.
-      add_cause(cr.v, cr.c.kind == CaseKind::Write ? component::kWriter : component::kReader, why, detail, true);
+      // The kernel that was running (the case code notes it around each launch).
+      const char* comp = running_component();
+      add_cause(cr.v, comp, comp == component::kHarness ? reason::kHarnessError : why, detail, true);
       judge_expectations(cr, registry, o.expectations);
       partial.stopped_because = fmt::format("case {} did not return: {}", cr.c.id(), cr.v.detail);
     }
@@ -167,6 +168,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       running = long(i);
     }
     CaseResult cr;
+    note_running_component(component::kHarness);
     try {
       cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
                                      : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted, o.timing});

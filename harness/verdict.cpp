@@ -1,5 +1,7 @@
 #include "verdict.h"
 
+#include <atomic>
+
 namespace kvh {
 
 const char* to_string(Status s) {
@@ -31,6 +33,13 @@ void attribute(Verdict& v, const char* comp) {
   v.component = comp;
   v.causes.push_back(Cause{comp, v.reason, v.detail, v.status == Status::Crash, {}});
 }
+
+namespace {
+std::atomic<const char*> g_running_component{component::kHarness};
+}  // namespace
+
+void note_running_component(const char* c) { g_running_component.store(c); }
+const char* running_component() { return g_running_component.load(); }
 
 bool harness_fault(const Verdict& v) {
   for (const auto& c : v.causes)

@@ -94,6 +94,11 @@ void add_cause(Verdict& v, const char* component, const char* reason, std::strin
 /// Gives a verdict made without causes (a check's FAIL) its cause, owned by
 /// `component`. PASS and UNSUPPORTED stay as they are.
 void attribute(Verdict& v, const char* component);
+/// The component whose kernel runs now (component::k*), or the harness: set
+/// by the case code around each launch, read by the runner when a case never
+/// returns (a hang, a fatal signal) to blame the right kernel.
+void note_running_component(const char* component);
+const char* running_component();
 /// True when any cause belongs to the harness (host allocation, I/O).
 bool harness_fault(const Verdict& v);
 

@@ -91,6 +91,8 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
 
     on_device = component::kWriter;
+
+    note_running_component(on_device);
     const int rc = launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(),
                                  T, c.dtype);
     if (rc != 0) {
@@ -100,6 +102,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     }
     device::synchronize();
     on_device = component::kHarness;
+    note_running_component(on_device);
 
     GuardedArena actual(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_cache.download(actual.bytes().data(), actual.bytes().size());
@@ -115,12 +118,14 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
                 qkv_after != qkv.buf ? "the writer modified its key/value input (fused QKV buffer)"
                                      : "the writer modified slot_mapping");
     // kernel_us: after the verdict's launch and downloads; rewriting the same slots is idempotent.
-    if (r.v.status == Status::Pass && timing_enabled(timing)) on_device = component::kWriter;
-    if (r.v.status == Status::Pass && timing_enabled(timing))
+    if (r.v.status == Status::Pass && timing_enabled(timing)) {
+      on_device = component::kWriter;
+      note_running_component(on_device);
       r.v.kernel_us = time_kernel(timing, [&] {
         return launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(), T,
                              c.dtype);
       }, &r.v.detail);
+    }
   } catch (const device::AllocError& e) {
     add_cause(r.v, component::kHarness, reason::kHarnessError, e.what(), true);
   } catch (const device::Error& e) {

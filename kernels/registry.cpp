@@ -214,6 +214,12 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has cache format " + std::to_string(d.cache_format));
   if ((d.role == KVH_ROLE_WRITER && !d.write) || (d.role == KVH_ROLE_READER && !d.attention))
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has no entry point for its role");
+  // A fixture's own wrong output is expected (harness/expectations.h): a production kernel flagged by
+  // mistake would exempt itself. The name must show it in every report and filter.
+  const std::string name = d.name;
+  if (d.fixture && name.find("fixture") == std::string::npos && name.rfind("planted_", 0) != 0)
+    throw ProviderLoadError(origin + ": kernel '" + name + "' is flagged fixture (known-bad on purpose), so its " +
+                            "name must contain 'fixture' (e.g. 'fixture_" + name + "'; test kernels: 'planted_')");
   Kernel k;
   k.name = d.name;
   k.description = d.description ? d.description : "";
