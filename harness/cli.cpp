@@ -322,6 +322,12 @@ int cli_main(int argc, char** argv) {
     return code;
   };
   const int input_error = bisect ? kExitNothingRunnable : kExitUsage;
+  if (*run) try {
+      check_report_dir(o.report_dir);  // before anything runs: a bad --report-dir loses no work
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kvharness: {}\n", e.what());
+      return input_error;
+    }
   try {
     if (auto done = prepare(); done) return *done;
     const Registry reg = make_registry(o);

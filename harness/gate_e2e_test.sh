@@ -79,7 +79,7 @@ no_stale_reports)
   mkdir -p "$WORK/mine" && echo keep > "$WORK/mine/notes.txt"
   "$KVH" run cases/seed-pr.toml --filter 'batch_size=4,variant=pa_v1*' --report-dir "$WORK/mine" --no-progress \
     > "$WORK/out" 2>&1; rc=$?
-  [ $rc -eq 128 ] || fail "a report dir holding foreign files: expected exit 128, got $rc"
+  [ $rc -eq 2 ] || fail "a report dir holding foreign files: expected exit 2 (an input error, before any case), got $rc"
   grep -q "notes.txt" "$WORK/out" || fail "the refusal does not name the foreign file"
   [ -f "$WORK/mine/notes.txt" ] || fail "the foreign file was deleted"
   ;;

@@ -55,6 +55,10 @@ std::string junit_xml(const RunReport& r);
 /// naming the file on any I/O failure (write, flush, close, rename), and when
 /// `dir` holds anything else than a report set (it would be lost).
 void write_report_files(const RunReport& r, const std::string& dir);
+/// Throws std::runtime_error when `dir` cannot hold a report set: it exists
+/// and is not a directory, or holds files kvharness did not write (they would
+/// be lost when the set is replaced). What write_report_files checks first.
+void check_report_dir(const std::string& dir);
 /// Writes `text` to `path` through a temporary file and a rename, so that a
 /// reader never sees half a file. Throws std::runtime_error naming the file.
 void write_text_file(const std::filesystem::path& path, const std::string& text);

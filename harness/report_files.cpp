@@ -180,36 +180,56 @@ std::string junit_xml(const RunReport& r) {
   return out + "</testsuite>\n";
 }
 
-void write_report_files(const RunReport& r, const std::string& dir) {
+// The report directory as written: through a symlink, its target; "dir/" as "dir".
+fs::path report_dir_path(const std::string& dir) {
+  if (dir.empty()) throw std::runtime_error("--report-dir is empty; expected a directory");
   fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
-  std::error_code link_ec;
+  if (!target.has_filename()) target = target.parent_path();
+  std::error_code ec;
   // A report directory reached through a symlink (reports/latest -> an artifact directory): replace the target.
-  if (fs::is_symlink(target, link_ec)) target = fs::weakly_canonical(target);
-  const fs::path parent = target.has_filename() ? target.parent_path() : target.parent_path().parent_path();
-  const fs::path final_dir = target.has_filename() ? target : target.parent_path();
+  if (fs::is_symlink(target, ec)) target = fs::weakly_canonical(target);
+  return target;
+}
+
+void check_report_dir(const std::string& dir) {
+  const fs::path final_dir = report_dir_path(dir);
+  std::error_code ec;
+  if (!fs::exists(final_dir, ec)) return;
+  // The directory is replaced as a whole: refuse one that holds anything else than a report set.
+  if (!fs::is_directory(final_dir)) throw std::runtime_error(fmt::format("report directory {} is not a directory", dir));
+  if (final_dir == fs::current_path(ec))
+    throw std::runtime_error(fmt::format("report directory {} is the current directory; give --report-dir a "
+                                         "directory of its own", dir));
+  for (const auto& e : fs::directory_iterator(final_dir)) {
+    const std::string name = e.path().filename().string();
+    const bool leftover_tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+    if (!report_file_names().count(name) && !leftover_tmp)
+      throw std::runtime_error(fmt::format(
+          "report directory {} holds '{}', which kvharness did not write; each run replaces the directory as a "
+          "whole, so give --report-dir a directory of its own",
+          dir, name));
+  }
+}
+
+void write_report_files(const RunReport& r, const std::string& dir) {
+  check_report_dir(dir);
+  const fs::path final_dir = report_dir_path(dir);
+  const fs::path parent = final_dir.parent_path();
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", parent.string(), ec.message()));
-  if (fs::exists(final_dir, ec)) {
-    // The directory is replaced as a whole: refuse one that holds anything else than a report set.
-    if (!fs::is_directory(final_dir)) throw std::runtime_error(fmt::format("report directory {} is not a directory", dir));
-    for (const auto& e : fs::directory_iterator(final_dir)) {
-      const std::string name = e.path().filename().string();
-      const bool leftover_tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
-      if (!report_file_names().count(name) && !leftover_tmp)
-        throw std::runtime_error(fmt::format(
-            "report directory {} holds '{}', which kvharness did not write; each run replaces the directory as a "
-            "whole, so give --report-dir a directory of its own",
-            dir, name));
-    }
-  }
   const fs::path staging = parent / fmt::format(".{}.staging-{}", final_dir.filename().string(), ::getpid());
   fs::remove_all(staging, ec);
   fs::create_directory(staging, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", staging.string(), ec.message()));
-  write_fully(staging / "results.json", results_json(r));
-  write_fully(staging / "summary.md", summary_markdown(r));
-  write_fully(staging / "junit.xml", junit_xml(r));
+  try {
+    write_fully(staging / "results.json", results_json(r));
+    write_fully(staging / "summary.md", summary_markdown(r));
+    write_fully(staging / "junit.xml", junit_xml(r));
+  } catch (...) {
+    fs::remove_all(staging, ec);  // a failed set leaves nothing behind
+    throw;
+  }
   if (!fs::exists(final_dir)) {
     if (::rename(staging.c_str(), final_dir.c_str()) != 0) io_error("move the report set into", final_dir);
     return;

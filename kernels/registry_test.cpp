@@ -47,7 +47,7 @@ TEST(RegistryAbi1, ProviderBuiltAgainstAbi1HeaderLoadsAndGetsEveryField) {
   EXPECT_EQ(rec[2], 384);
   EXPECT_EQ(rec[3], 2);
 
-  const Kernel* r = reg.find("v1_record_attention");
+  const Kernel* r = reg.find("v1_fixture_record_attention");
   ASSERT_NE(r, nullptr);
   EXPECT_TRUE(r->fixture);
   EXPECT_EQ(r->caps.head_sizes, (std::vector<int32_t>{64, 128}));

@@ -40,7 +40,7 @@ const int32_t kHeadSizes[] = {64, 128};
 const kvh_kernel_desc kKernels[] = {
     {KVH_ABI_VERSION, "v1_record_write", "records its arguments", KVH_ROLE_WRITER, KVH_CACHE_PA_V1, 0, record_write,
      nullptr, nullptr, nullptr, 0, {}},
-    {KVH_ABI_VERSION, "v1_record_attention", "records its arguments", KVH_ROLE_READER, KVH_CACHE_SHUFFLE, 1, nullptr,
+    {KVH_ABI_VERSION, "v1_fixture_record_attention", "records its arguments", KVH_ROLE_READER, KVH_CACHE_SHUFFLE, 1, nullptr,
      record_attention, workspace, kHeadSizes, 2, {}},
 };
 

@@ -115,8 +115,9 @@ def triton_case_file(args):
 
 
 def planted_failures(args):
-    cases_file = os.path.join(args.out, "planted.toml")
-    os.makedirs(args.out, exist_ok=True)
+    # The case file lives beside the report directory: kvharness owns that directory as a whole.
+    cases_file = args.out + "-planted.toml"
+    os.makedirs(os.path.dirname(cases_file), exist_ok=True)
     with open(cases_file, "w") as f:
         f.write("""seeds = [1]
 [[write]]
@@ -191,7 +192,10 @@ def unimportable_module(args):
     check("python:" + UNIMPORTABLE in p.stderr, "stderr names the module")
     check("ModuleNotFoundError: No module named 'kvharness_no_such_dependency'" in p.stderr, "stderr has the exception")
     check(where in p.stderr, f"stderr has the failing line {where}")
-    check(not os.path.exists(os.path.join(args.out, "results.json")), "no case ran (no report)")
+    # No case ran, and the report set says why (a stale green set must not stay behind).
+    with open(os.path.join(args.out, "results.json")) as f:
+        j = json.load(f)
+    check(j["cases"] == [] and j["exit_code"] == 125 and where in j["error"], f"results.json carries the error: {j['error']}")
     p = run(args, "list", "cases/python.toml", "--provider", "python:no_such_module_anywhere")
     check(p.returncode == 125 and "No module named 'no_such_module_anywhere'" in p.stderr,
           f"a module that is not on the path: exit 125 (got {p.returncode})")
@@ -246,7 +250,7 @@ def virtualenv(args):
 def abi_v1_provider_cli(args):
     p = run(args, "info", "--provider", args.v1_provider)
     check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
-    check("v1_record_write" in p.stdout and "v1_record_attention" in p.stdout, "kvharness info lists the ABI 1 kernels")
+    check("v1_record_write" in p.stdout and "v1_fixture_record_attention" in p.stdout, "kvharness info lists the ABI 1 kernels")
 
 
 def main():
@@ -257,8 +261,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)
     args = ap.parse_args()
-    if os.path.exists(os.path.join(args.out, "results.json")):
-        os.remove(os.path.join(args.out, "results.json"))
+    shutil.rmtree(args.out, ignore_errors=True)  # nothing of an earlier run may pass for this one
     globals()[args.test](args)
     print(f"{len(FAILURES)} check(s) failed" if FAILURES else "all checks passed")
     return 1 if FAILURES else 0
