@@ -267,6 +267,7 @@ def _paged_attention_partition_kernel(
     KC_S3: tl.constexpr, KC_S4: tl.constexpr, VC_S3: tl.constexpr, VC_S4: tl.constexpr,
     HEAD_SIZE: tl.constexpr, D_PAD: tl.constexpr, X: tl.constexpr, BLOCK_SIZE: tl.constexpr,
     TILE_T: tl.constexpr, BLOCKS_PER_ITER: tl.constexpr, GROUP_BLOCK: tl.constexpr, V_SHUFFLE: tl.constexpr,
+    GATHER: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     kv_head = tl.program_id(1).to(tl.int64) // head_chunks
@@ -299,26 +300,54 @@ def _paged_attention_partition_kernel(
     m = tl.full([GROUP_BLOCK], float("-inf"), dtype=tl.float32)
     exp_sum = tl.zeros([GROUP_BLOCK], dtype=tl.float32)
     acc = tl.zeros([GROUP_BLOCK, D_PAD], dtype=tl.float32)
-    for b0 in range(first_block, last_block + 1, BLOCKS_PER_ITER):
-        for u in tl.static_range(BLOCKS_PER_ITER):
-            b = b0 + u
-            block = tl.load(bt_row + b * bt_s1, mask=b <= last_block, other=0).to(tl.int64)
-            tok = b * BLOCK_SIZE + off
-            t_mask = (off < BLOCK_SIZE) & (tok >= start) & (tok < end)  # blocks past last_block: all False
+    if GATHER:
+        # Blocks larger than a tile (hybrid models' 544-token pages): TILE_T tokens at a time, each
+        # token's block id gathered from the table, so a tile may span two blocks.
+        for t0 in range(start, end, TILE_T):
+            tok = t0 + off
+            t_mask = tok < end
+            block = tl.load(bt_row + (tok // BLOCK_SIZE) * bt_s1, mask=t_mask, other=0).to(tl.int64)
+            in_block = tok % BLOCK_SIZE
             kv_mask = t_mask[:, None] & d_mask[None, :]
-
-            k = tl.load(key_cache_ptr + block * kc_s0 + k_in_block, mask=kv_mask, other=0.0)  # [TILE_T, D_PAD]
+            k_addr = (block * kc_s0 + kv_head * kc_s1 + in_block * KC_S3)[:, None] + \
+                ((d // X) * kc_s2 + (d % X) * KC_S4)[None, :]
+            k = tl.load(key_cache_ptr + k_addr, mask=kv_mask, other=0.0)  # [TILE_T, D_PAD]
             s = tl.dot(q, tl.trans(k), out_dtype=tl.float32) * qk_scale  # [GROUP_BLOCK, TILE_T]
             s = tl.where(t_mask[None, :], s, float("-inf"))
             m_new = tl.maximum(m, tl.max(s, axis=1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a block with no token of this partition
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
             alpha = tl.exp(m - m_safe)
             p = tl.exp(s - m_safe[:, None])
-
-            v = tl.load(value_cache_ptr + block * vc_s0 + v_in_block, mask=kv_mask, other=0.0).to(tl.float32)
+            if V_SHUFFLE:
+                v_addr = (block * vc_s0 + kv_head * vc_s1 + (in_block // X) * vc_s2 + (in_block % X) * VC_S4)[:, None] \
+                    + (d * VC_S3)[None, :]
+            else:
+                v_addr = (block * vc_s0 + kv_head * vc_s1 + in_block * VC_S3)[:, None] + (d * vc_s2)[None, :]
+            v = tl.load(value_cache_ptr + v_addr, mask=kv_mask, other=0.0).to(tl.float32)
             acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
             exp_sum = exp_sum * alpha + tl.sum(p, axis=1)
             m = m_new
+    else:
+        for b0 in range(first_block, last_block + 1, BLOCKS_PER_ITER):
+            for u in tl.static_range(BLOCKS_PER_ITER):
+                b = b0 + u
+                block = tl.load(bt_row + b * bt_s1, mask=b <= last_block, other=0).to(tl.int64)
+                tok = b * BLOCK_SIZE + off
+                t_mask = (off < BLOCK_SIZE) & (tok >= start) & (tok < end)  # blocks past last_block: all False
+                kv_mask = t_mask[:, None] & d_mask[None, :]
+
+                k = tl.load(key_cache_ptr + block * kc_s0 + k_in_block, mask=kv_mask, other=0.0)  # [TILE_T, D_PAD]
+                s = tl.dot(q, tl.trans(k), out_dtype=tl.float32) * qk_scale  # [GROUP_BLOCK, TILE_T]
+                s = tl.where(t_mask[None, :], s, float("-inf"))
+                m_new = tl.maximum(m, tl.max(s, axis=1))
+                m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a block with no token of this partition
+                alpha = tl.exp(m - m_safe)
+                p = tl.exp(s - m_safe[:, None])
+
+                v = tl.load(value_cache_ptr + block * vc_s0 + v_in_block, mask=kv_mask, other=0.0).to(tl.float32)
+                acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+                exp_sum = exp_sum * alpha + tl.sum(p, axis=1)
+                m = m_new
 
     i = (seq * num_heads + head) * max_partitions + part  # [GROUP_BLOCK]
     tl.store(max_logits_ws.to(tl.pointer_type(tl.float32)) + i, m, mask=h_mask)
@@ -445,8 +474,11 @@ def _launch_attention(cache_format, out, query, key_cache, value_cache, block_ta
     partial_out = workspace[pad + 2 * stats_bytes:]
 
     d_pad = max(16, triton.next_power_of_2(head_size))
-    tile_t = max(16, triton.next_power_of_2(block_size))
-    blocks_per_iter = max(1, (64 if d_pad <= 128 else 32) // tile_t)
+    # A whole block per tile up to 64 tokens; larger blocks (hybrid pages of 544) are walked in
+    # tiles of 64 (32 for head sizes over 128) with per-token block ids, within shared memory.
+    gather = block_size > 64
+    tile_t = (64 if d_pad <= 128 else 32) if gather else max(16, triton.next_power_of_2(block_size))
+    blocks_per_iter = 1 if gather else max(1, (64 if d_pad <= 128 else 32) // tile_t)
     queries_per_kv = num_heads // num_kv_heads
     head_chunks = triton.cdiv(queries_per_kv, _GROUP_BLOCK)
     kc_s, vc_s = _strides5(key_cache), _strides5(value_cache)
@@ -460,6 +492,7 @@ def _launch_attention(cache_format, out, query, key_cache, value_cache, block_ta
             KC_S3=kc_s[3], KC_S4=kc_s[4], VC_S3=vc_s[3], VC_S4=vc_s[4],
             HEAD_SIZE=head_size, D_PAD=d_pad, X=x, BLOCK_SIZE=block_size, TILE_T=tile_t,
             BLOCKS_PER_ITER=blocks_per_iter, GROUP_BLOCK=_GROUP_BLOCK, V_SHUFFLE=cache_format == "shuffle",
+            GATHER=gather,
             **_PARTITION_LAUNCH,
         )
         _paged_attention_reduce_kernel[(num_seqs, num_heads)](

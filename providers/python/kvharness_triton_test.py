@@ -408,6 +408,8 @@ _READER_CASES = [  # (head_size, block_size, num_kv_heads, gqa group, scheme, co
     (128, 64, 1, 1, "interleaved", [300, 1, 256, 257], 256, True),    # block_size 64
     (64, 16, 1, 32, "kv_first", [100, 1, 64], 64, False),             # a group of 32: two 16-head chunks
     (128, 8, 2, 2, "padded", [40, 41, 1, 95], 40, True),              # block_size 8; partitions start mid-block
+    (256, 544, 1, 4, "interleaved", [1, 544, 545, 1300], 512, True),  # a hybrid page: tiles span blocks
+    (128, 544, 2, 2, "kv_first", [600, 63, 64, 65], 0, False),
 ]
 
 
