@@ -196,7 +196,13 @@ std::string summary_markdown(const RunReport& r) {
   out += fmt::format("- backend: {} ({}, {}), wave size {}; kvharness {}{}\n", r.backend, r.device, r.arch, r.wave_size,
                      r.tool_version.empty() ? "?" : r.tool_version, r.label.empty() ? "" : ", label " + r.label);
   out += fmt::format("- started {}, finished {}{}\n", r.started_at, r.finished_at.empty() ? "—" : r.finished_at,
-                     r.complete ? "" : " — **INCOMPLETE: " + (r.stopped_because.empty() ? r.error : r.stopped_because) + "**");
+                     r.complete ? ""
+                     : " — **INCOMPLETE: " +
+                           (!r.stopped_because.empty() ? r.stopped_because
+                            : !r.error.empty()         ? r.error
+                                                       : std::string("not finished (written while the run goes on, "
+                                                                     "or the process was killed)")) +
+                           "**");
   if (!r.error.empty()) out += fmt::format("- **error: {}**\n", r.error);
   out += fmt::format("- case files: {}{}{}\n", fmt::join(r.case_files, ", "),
                      r.filter.empty() ? "" : fmt::format(", filter `{}`", r.filter),
