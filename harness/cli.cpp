@@ -309,7 +309,7 @@ int cli_main(int argc, char** argv) {
       rep.backend = i.backend, rep.device = i.name, rep.arch = i.arch, rep.wave_size = i.wave_size;
       rep.runtime_version = i.runtime_version;
       rep.started_at = rep.finished_at = utc_now();
-      rep.complete = code == kExitNothingRunnable;
+      rep.complete = false;  // no case was judged: never a green report
       rep.error = message;
       rep.exit_code = code;
       try {
