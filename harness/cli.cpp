@@ -333,7 +333,12 @@ int cli_main(int argc, char** argv) {
     const Registry reg = make_registry(o);
     Loaded loaded = load_cases(o, reg);
     for (const auto& path : o.known_failures)
-      for (auto& e : load_known_failures(path)) loaded.expectations.push_back(std::move(e));
+      for (auto& e : load_known_failures(path)) {
+        // A known failure serves many suites, so covering nothing here is not an error; but say so.
+        if (std::none_of(loaded.cases.begin(), loaded.cases.end(), [&](const Case& c) { return e.covers(c); }))
+          fmt::print(stderr, "kvharness: warning: {}: this known failure covers no case of this run\n", e.source);
+        loaded.expectations.push_back(std::move(e));
+      }
     if (loaded.cases.empty()) return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o, loaded));
     device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
     o.progress = !no_progress && isatty(STDERR_FILENO);
