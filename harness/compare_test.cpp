@@ -337,5 +337,22 @@ TEST(Compare, FailOnParsesItsThreeLevels) {
   EXPECT_THROW(parse_fail_on("regression"), std::invalid_argument);
 }
 
+// A CRASH declared expected (reasons = ["crash"]) is XFAIL; losing the declaration is a regression.
+TEST(Compare, ADeclaredCrashIsExpectedAndLosingTheDeclarationRegresses) {
+  auto doc = [](bool expected) {
+    json d;
+    d["schema"] = kSchema;
+    d["complete"] = true;
+    d["cases"] = json::array({json{{"id", "write/x"}, {"verdict", "CRASH"}, {"reason", "launch_error"},
+                                   {"expected_failure", expected}}});
+    return d;
+  };
+  Options o;
+  const auto c = compare(doc(true), doc(false), o);
+  EXPECT_EQ(c.count(Change::Regressed), 1);
+  EXPECT_EQ(exit_code(c, o), kExitGatingDifference);
+  EXPECT_EQ(compare(doc(true), doc(true), o).same, 1);
+}
+
 }  // namespace
 }  // namespace kvh::compare
