@@ -39,6 +39,19 @@ std::string allowed_text(const ExpectedFailure& d) {
                      d.reasons.empty() ? std::string("FAIL") : fmt::format("{}", fmt::join(d.reasons, "|")));
 }
 
+// "declared to fail with writer mismatch (file:line: why)".
+std::string declared_text(const ExpectedFailure& d) {
+  return fmt::format("declared to fail with {} ({}: {})", allowed_text(d), d.source, d.why);
+}
+
+// A case that `d` declared to fail showed no failure: XPASS, with `detail`.
+void make_xpass(Verdict& v, const ExpectedFailure& d, std::string detail) {
+  v.status = Status::Xpass;
+  v.reason = reason::kXpass;
+  v.component = d.component;
+  v.detail = std::move(detail);
+}
+
 }  // namespace
 
 void judge_expectations(CaseResult& cr, const Registry& reg, const std::vector<ExpectedFailure>& declared) {
@@ -52,14 +65,8 @@ void judge_expectations(CaseResult& cr, const Registry& reg, const std::vector<E
     if (d.covers(c)) covering.push_back(&d), cr.expectations.push_back(d.source);
   if (cr.v.status == Status::Unsupported) {
     // A case declared to fail that cannot run shows no failure: the declaration checks nothing.
-    if (!covering.empty()) {
-      const ExpectedFailure& d = *covering.front();
-      cr.v.detail = fmt::format("declared to fail with {} ({}: {}), but UNSUPPORTED: {}", allowed_text(d), d.source,
-                                d.why, cr.v.detail);
-      cr.v.status = Status::Xpass;
-      cr.v.reason = reason::kXpass;
-      cr.v.component = d.component;
-    }
+    if (!covering.empty())
+      make_xpass(cr.v, *covering.front(), declared_text(*covering.front()) + ", but UNSUPPORTED: " + cr.v.detail);
     return;
   }
 
@@ -81,12 +88,9 @@ void judge_expectations(CaseResult& cr, const Registry& reg, const std::vector<E
     bool shown = false;
     for (const Cause& cause : cr.v.causes) shown |= d->allows(cause.component, cause.reason, cause.crash);
     if (shown) continue;
-    const std::string note = fmt::format("declared to fail with {} ({}: {})", allowed_text(*d), d->source, d->why);
+    const std::string note = declared_text(*d);
     if (cr.v.status == Status::Pass) {
-      cr.v.status = Status::Xpass;
-      cr.v.reason = reason::kXpass;
-      cr.v.component = d->component;
-      cr.v.detail = note + ", but it passed: the harness no longer sees this bug, or the declaration is stale";
+      make_xpass(cr.v, *d, note + ", but it passed: the harness no longer sees this bug, or the declaration is stale");
     } else {
       cr.expected = false;
       cr.v.detail += "; " + note + ", which did not occur";

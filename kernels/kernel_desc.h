@@ -17,19 +17,26 @@ int workspace_entry(void*, const kvh_attention_args* a, uint64_t* bytes) {
   return 0;
 }
 
-/// A writer descriptor for launcher F; capabilities may be null (defaults).
-template <int (*F)(const kvh_write_args*, void*)>
-kvh_kernel_desc writer_desc(const char* name, const char* description, kvh_cache_format format, int fixture,
-                            const kvh_capabilities* caps = nullptr) {
+/// The fields every built-in descriptor sets; the entry points are the caller's.
+inline kvh_kernel_desc base_desc(const char* name, const char* description, kvh_role role, kvh_cache_format format,
+                                 int fixture, const kvh_capabilities* caps) {
   kvh_kernel_desc d{};
   d.abi_version = KVH_ABI_VERSION;
   d.name = name;
   d.description = description;
-  d.role = KVH_ROLE_WRITER;
+  d.role = role;
   d.cache_format = format;
   d.fixture = fixture;
-  d.write = write_entry<F>;
   d.capabilities = caps;
+  return d;
+}
+
+/// A writer descriptor for launcher F; capabilities may be null (defaults).
+template <int (*F)(const kvh_write_args*, void*)>
+kvh_kernel_desc writer_desc(const char* name, const char* description, kvh_cache_format format, int fixture,
+                            const kvh_capabilities* caps = nullptr) {
+  kvh_kernel_desc d = base_desc(name, description, KVH_ROLE_WRITER, format, fixture, caps);
+  d.write = write_entry<F>;
   return d;
 }
 
@@ -37,16 +44,9 @@ kvh_kernel_desc writer_desc(const char* name, const char* description, kvh_cache
 template <int (*F)(const kvh_attention_args*, void*)>
 kvh_kernel_desc reader_desc(const char* name, const char* description, kvh_cache_format format, int fixture,
                             kvh_workspace_fn workspace, const kvh_capabilities* caps = nullptr) {
-  kvh_kernel_desc d{};
-  d.abi_version = KVH_ABI_VERSION;
-  d.name = name;
-  d.description = description;
-  d.role = KVH_ROLE_READER;
-  d.cache_format = format;
-  d.fixture = fixture;
+  kvh_kernel_desc d = base_desc(name, description, KVH_ROLE_READER, format, fixture, caps);
   d.attention = attention_entry<F>;
   d.workspace_bytes = workspace;
-  d.capabilities = caps;
   return d;
 }
 
