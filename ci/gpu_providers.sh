@@ -23,10 +23,10 @@ rc=0
 for suite in triton:kvharness_triton python:kvharness_torch; do
   name=${suite%%:*}; module=${suite#*:}
   echo "== kvharness run cases/$name.toml --provider python:$module"
-  start=$(date +%s.%N)
+  start=$SECONDS
   "$KVH" run "cases/$name.toml" --provider "python:$module" --report-dir "$OUT/$name" --no-progress --heartbeat 30
   r=$?; [ $r -eq 0 ] || rc=1
-  echo "exit $r in $(echo "$(date +%s.%N) - $start" | bc) s"
+  echo "exit $r in $((SECONDS - start)) s"
 done
 echo "== bridge overhead: empty kernels, median of 2000 calls"
 "$KVH" bench --quick --reps 2000 --provider python:providers/python/testing/kvharness_empty.py \
