@@ -193,8 +193,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   r.key_layout = L.key.str();
   r.value_layout = L.value.str();
   const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
+  enter_phase(Phase::AllocFill);
   GuardedArena cache(L.storage_elems, 2, margin);
   fill_old_tokens(L, cache, c.dtype, rng());
+  enter_phase(Phase::Inputs);
 
   const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens;
   const auto key = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
@@ -217,8 +219,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   // Which component a device error belongs to: the kernel launched last, until its synchronize returns.
   const char* on_device = component::kHarness;
   try {
+    enter_phase(Phase::AllocFill);
     device::Buffer d_cache(cache.bytes().size()), d_qkv(step.buf.size() * 2), d_out(out.bytes().size());
     device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
+    enter_phase(Phase::Copy);
     d_cache.upload(cache.bytes().data(), cache.bytes().size());
     d_qkv.upload(step.buf.data(), step.buf.size() * 2);
     d_out.upload(out.bytes().data(), out.bytes().size());
@@ -232,13 +236,17 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     if (wr) {  // pipeline: the writer under test writes every context token, and is judged first
       // History tokens as a fused KV buffer (no query columns: they would only cost memory);
       // the token stride is still 2 * num_kv_heads * head_size, not contiguous.
+      enter_phase(Phase::Inputs);
       hist = make_fused_qkv(T, 0, c.num_kv_heads, HD, key, value, c.dtype, rng);
+      enter_phase(Phase::AllocFill);
       d_hist = device::Buffer(hist.buf.size() * 2);
       d_slots = device::Buffer(std::max<size_t>(s.slots.size(), 1) * 8);
+      enter_phase(Phase::Copy);
       d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
       d_slots.upload(s.slots.data(), s.slots.size() * 8);
       on_device = component::kWriter;
       note_running_component(on_device);
+      enter_phase(Phase::Launch);
       const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
       if (rc != 0) {
         const LaunchFailure f = launch_failure(*wr, rc);
@@ -249,8 +257,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       device::synchronize();
       on_device = component::kHarness;
       note_running_component(on_device);
+      enter_phase(Phase::Copy);
       GuardedArena expected = cache;  // the storage before the writer; the reference writes into it
       d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
+      enter_phase(Phase::Check);
       Verdict wv = check_writer_output(L, c.dtype, key, value, s.slots, expected, cache);
       for (auto& cause : wv.causes) {
         writer_failed = true;
@@ -287,6 +297,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
     on_device = component::kReader;
     note_running_component(on_device);
+    enter_phase(Phase::Launch);
     const int rc = rd->attention(&a, nullptr);
     if (rc != 0) {
       const LaunchFailure f = launch_failure(*rd, rc);
@@ -297,13 +308,16 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     on_device = component::kHarness;
     note_running_component(on_device);
 
+    enter_phase(Phase::Copy);
     GuardedArena out_after(S * NH * HD, 2, 4096, GuardedArena::Uninitialized{});
     GuardedArena cache_after(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_out.download(out_after.bytes().data(), out_after.bytes().size());
     d_cache.download(cache_after.bytes().data(), cache_after.bytes().size());
 
     // 4. The reader's checks, strongest first.
+    enter_phase(Phase::Reference);
     const reference::RowMatrix ref = reference_out(c, s, query_logical, key, value, scale);
+    enter_phase(Phase::Check);
     const Tolerance tol = attention_tolerance(c.dtype);
     int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
     double max_abs = 0, max_rel = 0;
@@ -364,6 +378,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // kernel_us (the reader) and writer_us: after the verdict's launches and downloads. Relaunching
     // is idempotent: the reader overwrites out and its workspace, the writer rewrites the same slots.
     if (timing_enabled(options.timing)) {
+      enter_phase(Phase::Timing);
       on_device = component::kReader;
       note_running_component(on_device);
       r.v.kernel_us = time_kernel(options.timing, [&] { return rd->attention(&a, nullptr); }, &r.v.detail);

@@ -174,6 +174,9 @@ int cli_main(int argc, char** argv) {
   run->add_option("--case-timeout", o.case_timeout_s,
                   "seconds one case may run before it counts as hung (CRASH timeout; the run ends, report kept); 0: none")
       ->capture_default_str();
+  bool profile = false;
+  run->add_flag("--profile", profile, "after the run, print where the time went: phases summed over the cases, and "
+                                      "the slowest cases (summary.md has the same table)");
   bool no_progress = false;
   run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
   run->add_option("--known-failures", o.known_failures,
@@ -356,6 +359,7 @@ int cli_main(int argc, char** argv) {
                "failure(s)\nreport: {}/summary.md\n",
                rep.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
                rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, o.report_dir);
+    if (profile) fmt::print("\n{}", time_profile_markdown(rep, 10));
     if (!rep.stopped_because.empty()) fmt::print(stderr, "kvharness: run stopped: {}\n", rep.stopped_because);
     if (rep.exit_code == kExitHarness)
       fmt::print(stderr, "kvharness: the harness itself failed (see the CRASH harness_error cases): exit 128\n");

@@ -45,6 +45,11 @@ Counts count(const RunReport& r);
 std::string results_json(const RunReport& r);
 /// summary.md: matrices per kind, model and head size, per-model totals, every failure with its repro.
 std::string summary_markdown(const RunReport& r);
+/// The run's time per phase (harness/phases.h) summed over its cases, as a
+/// markdown table (largest first, seconds and share of the summed case wall
+/// time), then its `slowest` slowest cases with their largest phase.
+/// summary.md's "Where the time went" and `kvharness run --profile`.
+std::string time_profile_markdown(const RunReport& r, size_t slowest);
 /// junit.xml: one testcase per case; FAIL and CRASH are failures, UNSUPPORTED skipped.
 std::string junit_xml(const RunReport& r);
 /// Replaces the report set in `dir` (summary.md, results.json, junit.xml) as

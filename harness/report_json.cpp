@@ -89,6 +89,9 @@ std::string results_json(const RunReport& r) {
     e["repro"] = cr.repro;
     e["fixture"] = cr.fixture;  // a regression fixture (kernel or router policy) took part
     e["wall_ms"] = cr.wall_ms;
+    nlohmann::json ph = nlohmann::json::object();
+    for (int p = 0; p < kPhaseCount; ++p) ph[phase_name(Phase(p))] = cr.phases[size_t(p)];
+    e["phases_ms"] = std::move(ph);
     cases.push_back(std::move(e));
   }
   // Strings from outside (a label, paths, a provider's kernel names) may not be UTF-8: replace, never throw.

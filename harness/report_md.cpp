@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -191,6 +192,37 @@ void write_failure(std::string& out, int n, const CaseResult& cr) {
 
 }  // namespace
 
+std::string time_profile_markdown(const RunReport& r, size_t slowest) {
+  std::vector<PhaseTimes> all;
+  double wall = 0;
+  for (const auto& cr : r.results) {
+    all.push_back(cr.phases);
+    wall += cr.wall_ms;
+  }
+  std::string out = fmt::format("{} cases, {:.2f} s of case wall time; phases largest first (a case charges its "
+                                "time to one phase at a time):\n\n| phase | seconds | share |\n|---|---|---|\n",
+                                r.results.size(), wall / 1000);
+  double charged = 0;
+  for (const auto& [name, ms] : phase_totals(all)) {
+    charged += ms;
+    out += fmt::format("| {} | {:.2f} | {:.1f}% |\n", name, ms / 1000, wall > 0 ? 100 * ms / wall : 0.0);
+  }
+  out += fmt::format("| (between phases: judging, repro lines) | {:.2f} | {:.1f}% |\n", (wall - charged) / 1000,
+                     wall > 0 ? 100 * (wall - charged) / wall : 0.0);
+  std::vector<const CaseResult*> by_wall;
+  for (const auto& cr : r.results) by_wall.push_back(&cr);
+  std::stable_sort(by_wall.begin(), by_wall.end(), [](auto* a, auto* b) { return a->wall_ms > b->wall_ms; });
+  if (by_wall.size() > slowest) by_wall.resize(slowest);
+  if (by_wall.empty()) return out;
+  out += "\n| slowest cases | ms | largest phase |\n|---|---|---|\n";
+  for (const CaseResult* cr : by_wall) {
+    const auto top = std::max_element(cr->phases.begin(), cr->phases.end()) - cr->phases.begin();
+    out += fmt::format("| `{}` | {:.1f} | {} {:.1f} ms |\n", cr->c.id(), cr->wall_ms, phase_name(Phase(top)),
+                       cr->phases[size_t(top)]);
+  }
+  return out;
+}
+
 std::string summary_markdown(const RunReport& r) {
   std::string out = "# kvharness run\n\n";
   const Counts n = count(r);
@@ -265,6 +297,8 @@ std::string summary_markdown(const RunReport& r) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", m, kind, c.cases, c.pass, c.unexpected, c.xfail,
                          c.xpass, c.unsupported);
     }
+
+  out += "\n## Where the time went\n\n" + time_profile_markdown(r, 5);
 
   out += "\n## Expected failures\n";
   int x = 0;

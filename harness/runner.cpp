@@ -169,6 +169,9 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     }
     CaseResult cr;
     note_running_component(component::kHarness);
+    PhaseTimes phases{};
+    std::optional<PhaseClock> clock(std::in_place, phases);
+    std::optional<CurrentPhaseClock> current(std::in_place, *clock);
     try {
       cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
                                      : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted, o.timing});
@@ -179,6 +182,9 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       add_cause(cr.v, component::kHarness, reason::kHarnessError,
                 fmt::format("the harness failed, not the kernel: {}", e.what()), true);
     }
+    current.reset();
+    clock.reset();  // the case's last phase ends here, its buffers freed
+    cr.phases = phases;
     cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cr.repro = repro_command(o, case_file_of[i], c.id());
     judge_expectations(cr, registry, o.expectations);

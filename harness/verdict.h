@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "case.h"
+#include "phases.h"
 
 namespace kvh {
 
@@ -80,6 +81,7 @@ struct CaseResult {
   std::vector<std::string> expectations;  // sources of the declarations that matched this case (file:line)
   std::vector<int32_t> context_lens;      // attention/pipeline: the drawn per-sequence lengths
   double wall_ms = 0;
+  PhaseTimes phases{};                    // ms per phase (phases.h); they add up to about wall_ms
 
   /// A FAIL, CRASH or XPASS that is not expected: what makes a run fail.
   bool unexpected_failure() const {

@@ -73,8 +73,10 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
 
   // The cache: sentinels everywhere, old tokens in every owned element.
+  enter_phase(Phase::AllocFill);
   GuardedArena expected(L.storage_elems, 2, margin);
   fill_old_tokens(L, expected, c.dtype, rng());
+  enter_phase(Phase::Inputs);
 
   // Inputs: logical K/V placed into a fused QKV buffer.
   const auto key = random16(c.dtype, size_t(T * H * D), rng);
@@ -84,15 +86,18 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
 
   const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
   try {
+    enter_phase(Phase::AllocFill);
     device::Buffer d_cache(expected.bytes().size());
-    d_cache.upload(expected.bytes().data(), expected.bytes().size());
     device::Buffer d_qkv(qkv.buf.size() * 2), d_slots(std::max<size_t>(slots.size(), 1) * 8);
+    enter_phase(Phase::Copy);
+    d_cache.upload(expected.bytes().data(), expected.bytes().size());
     d_qkv.upload(qkv.buf.data(), qkv.buf.size() * 2);
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
 
     on_device = component::kWriter;
 
     note_running_component(on_device);
+    enter_phase(Phase::Launch);
     const int rc = launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(),
                                  T, c.dtype);
     if (rc != 0) {
@@ -104,8 +109,10 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     on_device = component::kHarness;
     note_running_component(on_device);
 
+    enter_phase(Phase::Copy);
     GuardedArena actual(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_cache.download(actual.bytes().data(), actual.bytes().size());
+    enter_phase(Phase::Check);
     r.v = check_writer_output(L, c.dtype, key, value, slots, expected, actual);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
@@ -119,6 +126,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
                                      : "the writer modified slot_mapping");
     // kernel_us: after the verdict's launch and downloads; rewriting the same slots is idempotent.
     if (r.v.status == Status::Pass && timing_enabled(timing)) {
+      enter_phase(Phase::Timing);
       on_device = component::kWriter;
       note_running_component(on_device);
       r.v.kernel_us = time_kernel(timing, [&] {
