@@ -5,13 +5,17 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <cstring>
+#include <future>
 #include <random>
 
 #include "arena.h"
 #include "attention.h"
 #include "cache_setup.h"
-#include "cache_writer.h"
+#include "counter_rng.h"
+#include "device_cache.h"
 #include "device.h"
+#include "parallel.h"
 #include "router.h"
 #include "tolerance.h"
 #include "values.h"
@@ -73,31 +77,44 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
   return s;
 }
 
-// Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd].
+// Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
+// (tokens sequence by sequence). One sequence at a time on each core: only
+// that sequence's K and V are ever widened to float64.
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const std::vector<uint16_t>& q,
                                    const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, double scale) {
-  reference::DecodeAttentionInput in;
-  in.num_heads = c.num_heads;
-  in.num_kv_heads = c.num_kv_heads;
-  in.head_size = c.head_size;
-  in.scale = scale;
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
-  in.query.resize(c.batch_size, qw);
-  for (int64_t i = 0; i < c.batch_size; ++i)
-    for (int64_t j = 0; j < qw; ++j) in.query(i, j) = decode16(c.dtype, q[size_t(i * qw + j)]);
-  int64_t tok = 0;
-  for (int64_t i = 0; i < c.batch_size; ++i) {
-    const int64_t n = s.context_lens[size_t(i)];
-    reference::RowMatrix K(n, kw), V(n, kw);
-    for (int64_t t = 0; t < n; ++t, ++tok)
-      for (int64_t j = 0; j < kw; ++j) {
-        K(t, j) = decode16(c.dtype, k[size_t(tok * kw + j)]);
-        V(t, j) = decode16(c.dtype, v[size_t(tok * kw + j)]);
-      }
-    in.keys.push_back(std::move(K));
-    in.values.push_back(std::move(V));
-  }
-  return reference::decode_attention(in);
+  std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
+  for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
+  reference::RowMatrix out(c.batch_size, qw);
+  parallel_for(c.batch_size, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      reference::DecodeAttentionInput in;
+      in.num_heads = c.num_heads;
+      in.num_kv_heads = c.num_kv_heads;
+      in.head_size = c.head_size;
+      in.scale = scale;
+      in.query.resize(1, qw);
+      for (int64_t j = 0; j < qw; ++j) in.query(0, j) = decode16(c.dtype, q[size_t(i * qw + j)]);
+      const int64_t n = s.context_lens[size_t(i)], tok0 = first_token[size_t(i)];
+      reference::RowMatrix K(n, kw), V(n, kw);
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t j = 0; j < kw; ++j) {
+          K(t, j) = decode16(c.dtype, k[size_t((tok0 + t) * kw + j)]);
+          V(t, j) = decode16(c.dtype, v[size_t((tok0 + t) * kw + j)]);
+        }
+      in.keys.push_back(std::move(K));
+      in.values.push_back(std::move(V));
+      out.row(i) = reference::decode_attention(in).row(0);
+    }
+  });
+  return out;
+}
+
+// Names arena byte `b` of a cache arena with `margin` bytes before the storage.
+std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b) {
+  if (b < margin) return "front arena margin";
+  const int64_t elem = (b - margin) / 2;
+  return elem < L.storage_elems ? L.describe(elem) : "back arena margin";
 }
 
 }  // namespace
@@ -182,7 +199,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
   }
 
-  // 3. The cache and the sequences.
+  // 3. The sequences and the layout.
   std::mt19937_64 rng(r.data_seed);
   const Sequences s = make_sequences(c, rng);
   r.context_lens = s.context_lens;
@@ -193,61 +210,62 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   r.key_layout = L.key.str();
   r.value_layout = L.value.str();
   const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
-  enter_phase(Phase::AllocFill);
-  GuardedArena cache(L.storage_elems, 2, margin);
-  fill_old_tokens(L, cache, c.dtype, rng());
+  const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens, NKV = c.num_kv_heads;
+  const double scale = 1.0 / std::sqrt(double(HD));
+
+  // 4. The logical inputs on the host, for the reference: the same counter-based
+  // streams the device fills its buffers from. The reference then runs on the
+  // host's cores while the device works.
   enter_phase(Phase::Inputs);
-
-  const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens;
-  const auto key = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
-  const auto value = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
-  const std::vector<uint16_t> query_logical = random16(c.dtype, size_t(S * NH * HD), rng);
-  if (c.kind == CaseKind::Attention) reference::write_cache(L, key, value, s.slots, cache.storage_as<uint16_t>());
-
-  // The query is a view into a fused QKV buffer of the decode step (one token a sequence).
-  const std::vector<uint16_t> step_kv = random16(c.dtype, size_t(S * c.num_kv_heads * HD), rng);
-  FusedQkv step = make_fused_qkv(S, NH, c.num_kv_heads, HD, step_kv, step_kv, c.dtype, rng);
-  for (int64_t i = 0; i < S; ++i)
-    std::copy_n(query_logical.begin() + i * NH * HD, NH * HD, step.buf.begin() + i * (NH + 2 * c.num_kv_heads) * HD);
+  const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(r.data_seed, rng::kKeys), size_t(T * NKV * HD));
+  const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(r.data_seed, rng::kValues), size_t(T * NKV * HD));
+  const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(r.data_seed, rng::kQueries), size_t(S * NH * HD));
+  reference::RowMatrix ref;
+  std::future<void> ref_done = run_async([&] { ref = reference_out(c, s, query, key, value, scale); });
+  struct Join {  // every return waits for it: it reads this frame's locals
+    std::future<void>& f;
+    ~Join() {
+      if (f.valid()) f.wait();
+    }
+  } join{ref_done};
 
   // out [S, NH, HD] poisoned, inside a guarded arena of its own.
   const uint16_t poison = c.dtype == DType::F16 ? kPoisonF16 : kPoisonBF16;
   GuardedArena out(S * NH * HD, 2, 4096);
   std::fill_n(out.storage_as<uint16_t>(), S * NH * HD, poison);
-  const double scale = 1.0 / std::sqrt(double(HD));
 
   // Which component a device error belongs to: the kernel launched last, until its synchronize returns.
   const char* on_device = component::kHarness;
   try {
+    // 5. The cache and the input buffers, made on the device.
     enter_phase(Phase::AllocFill);
-    device::Buffer d_cache(cache.bytes().size()), d_qkv(step.buf.size() * 2), d_out(out.bytes().size());
-    device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
+    DeviceArena cache(L.storage_elems, margin), snapshot(L.storage_elems, margin);
+    cache.fill_cache(L, c.dtype, r.data_seed);
+    enter_phase(Phase::Inputs);
+    // The query is a view into a fused QKV buffer of the decode step (one token a sequence);
+    // the context's K and V a fused KV buffer (no query columns: they would only cost memory),
+    // whose token stride is still 2 * num_kv_heads * head_size, not contiguous.
+    const DeviceQkv step = make_device_qkv(S, NH, NKV, HD, c.dtype, r.data_seed, rng::kQueries, rng::kStepKv,
+                                           rng::kStepKv);
+    const DeviceQkv hist = make_device_qkv(T, 0, NKV, HD, c.dtype, r.data_seed, rng::kFiller, rng::kKeys, rng::kValues);
     enter_phase(Phase::Copy);
-    d_cache.upload(cache.bytes().data(), cache.bytes().size());
-    d_qkv.upload(step.buf.data(), step.buf.size() * 2);
+    device::Buffer d_out(out.bytes().size()), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
+    device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
     d_out.upload(out.bytes().data(), out.bytes().size());
     d_bt.upload(s.block_tables.data(), s.block_tables.size() * 4);
     d_cl.upload(s.context_lens.data(), size_t(S) * 4);
-    uint8_t* storage = static_cast<uint8_t*>(d_cache.get()) + margin;
+    if (!s.slots.empty()) d_slots.upload(s.slots.data(), s.slots.size() * 8);
+    const auto* slots = static_cast<const int64_t*>(d_slots.get());
 
-    FusedQkv hist;                    // pipeline: the writer's input, kept for timing it
-    device::Buffer d_hist, d_slots;
     bool writer_failed = false;
     if (wr) {  // pipeline: the writer under test writes every context token, and is judged first
-      // History tokens as a fused KV buffer (no query columns: they would only cost memory);
-      // the token stride is still 2 * num_kv_heads * head_size, not contiguous.
-      enter_phase(Phase::Inputs);
-      hist = make_fused_qkv(T, 0, c.num_kv_heads, HD, key, value, c.dtype, rng);
       enter_phase(Phase::AllocFill);
-      d_hist = device::Buffer(hist.buf.size() * 2);
-      d_slots = device::Buffer(std::max<size_t>(s.slots.size(), 1) * 8);
-      enter_phase(Phase::Copy);
-      d_hist.upload(hist.buf.data(), hist.buf.size() * 2);
-      d_slots.upload(s.slots.data(), s.slots.size() * 8);
+      DeviceArena expected(L.storage_elems, margin);
+      snapshot.copy_from(cache);  // the storage before the writer
       on_device = component::kWriter;
       note_running_component(on_device);
       enter_phase(Phase::Launch);
-      const int rc = launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
+      const int rc = launch_writer(*wr, L, cache.storage(), hist.views, hist.buf.get(), d_slots.get(), T, c.dtype);
       if (rc != 0) {
         const LaunchFailure f = launch_failure(*wr, rc);
         add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
@@ -257,15 +275,21 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       device::synchronize();
       on_device = component::kHarness;
       note_running_component(on_device);
-      enter_phase(Phase::Copy);
-      GuardedArena expected = cache;  // the storage before the writer; the reference writes into it
-      d_cache.download(cache.bytes().data(), cache.bytes().size());  // now: what the reader must leave alone
-      enter_phase(Phase::Check);
-      Verdict wv = check_writer_output(L, c.dtype, key, value, s.slots, expected, cache);
+      const Verdict wv = check_writer_on_device(L, c.dtype, snapshot, expected, cache, hist.buf.get(), hist.views.k,
+                                                hist.views.v, slots, T);
       for (auto& cause : wv.causes) {
         writer_failed = true;
         add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);
       }
+      // What the reader must leave alone: the cache as the writer left it (the reference's, when it passed).
+      enter_phase(Phase::Check);
+      if (writer_failed) snapshot.copy_from(cache);
+      else std::swap(snapshot, expected);
+    } else {  // attention: the reference writer puts the context into the cache
+      device::reference_write(cache.storage(), cache_map(L, false), cache_map(L, true), hist.buf.get(),
+                              view16(hist.views.k), view16(hist.views.v), slots, T, L.geo.block_size);
+      enter_phase(Phase::AllocFill);
+      snapshot.copy_from(cache);
     }
     if (!misroute.empty()) {
       add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
@@ -275,9 +299,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     kvh_attention_args a{};
     const kvh_dtype dt = to_kvh(c.dtype);
     a.out = to_tensor(StridedView{{S, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d_out.get()) + 4096, 2, dt);
-    a.query = to_tensor(step.q, d_qkv.get(), 2, dt);
-    a.key_cache = to_tensor(L.key, storage, 2, dt);
-    a.value_cache = to_tensor(L.value, storage, 2, dt);
+    a.query = to_tensor(step.views.q, step.buf.get(), 2, dt);
+    a.key_cache = to_tensor(L.key, cache.storage(), 2, dt);
+    a.value_cache = to_tensor(L.value, cache.storage(), 2, dt);
     a.block_tables = contiguous_tensor(d_bt.get(), {S, s.max_blocks}, KVH_DT_I32);
     a.context_lens = contiguous_tensor(d_cl.get(), {S}, KVH_DT_I32);
     a.block_size = c.block_size;
@@ -288,6 +312,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     if (rd->workspace_bytes) {
       const uint64_t ws = rd->workspace_bytes(&a);
       if (ws) {
+        enter_phase(Phase::AllocFill);
         d_ws = device::Buffer(ws);
         std::vector<uint32_t> nan(ws / 4 + 1, 0x7FC0DEADu);  // a reduce that reads unwritten partials gets NaN
         d_ws.upload(nan.data(), ws);
@@ -310,13 +335,13 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
 
     enter_phase(Phase::Copy);
     GuardedArena out_after(S * NH * HD, 2, 4096, GuardedArena::Uninitialized{});
-    GuardedArena cache_after(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
     d_out.download(out_after.bytes().data(), out_after.bytes().size());
-    d_cache.download(cache_after.bytes().data(), cache_after.bytes().size());
+    enter_phase(Phase::Check);
+    const int64_t cache_changed = cache.first_difference(snapshot);
 
-    // 4. The reader's checks, strongest first.
+    // 6. The reader's checks, strongest first.
     enter_phase(Phase::Reference);
-    const reference::RowMatrix ref = reference_out(c, s, query_logical, key, value, scale);
+    ref_done.get();
     enter_phase(Phase::Check);
     const Tolerance tol = attention_tolerance(c.dtype);
     int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
@@ -358,8 +383,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
         std::memcmp(out_after.bytes().data() + out.margin_bytes() + S * NH * HD * 2,
                     out.bytes().data() + out.margin_bytes() + S * NH * HD * 2, size_t(out.margin_bytes())) != 0)
       add_cause(r.v, component::kReader, reason::kOutOfView, "the reader wrote outside `out` (arena margin); " + numbers);
-    else if (cache_after.bytes() != cache.bytes())
-      add_cause(r.v, component::kReader, reason::kOutOfView, "the reader wrote into the KV cache; " + numbers);
+    else if (cache_changed >= 0)
+      add_cause(r.v, component::kReader, reason::kOutOfView,
+                fmt::format("the reader wrote into the KV cache (first changed byte: arena byte {}, {}); {}",
+                            cache_changed, describe_arena_byte(L, margin, cache_changed), numbers));
     auto where = [&](int64_t i) { return fmt::format("seq {} head {} dim {}", i / (NH * HD), i % (NH * HD) / HD, i % HD); };
     if (unwritten)
       add_cause(r.v, component::kReader, reason::kUnwritten, "first unwritten at " + where(first_unwritten) + "; " + numbers);
@@ -386,7 +413,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       note_running_component(on_device);
       if (wr)
         r.v.writer_us = time_kernel(options.timing, [&] {
-          return launch_writer(*wr, L, storage, hist, d_hist.get(), d_slots.get(), T, c.dtype);
+          return launch_writer(*wr, L, cache.storage(), hist.views, hist.buf.get(), d_slots.get(), T, c.dtype);
         }, &r.v.detail);
     }
   } catch (const device::AllocError& e) {

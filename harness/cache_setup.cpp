@@ -1,53 +1,11 @@
 #include "cache_setup.h"
 
 #include "device.h"
-#include "values.h"
 #include "views.h"
 
 namespace kvh {
 
-namespace {
-// Finite, non-zero, magnitudes 2^-5..2^5.
-uint16_t old_token_bits(DType d, uint64_t r) {
-  if (d == DType::F16) return uint16_t((r & 0x8000u) | (((r >> 16) % 11 + 10) << 10) | ((r >> 32) & 0x3ffu));
-  return uint16_t((r & 0x8000u) | (((r >> 16) % 11 + 122) << 7) | ((r >> 32) & 0x7fu));
-}
-}  // namespace
-
 kvh_dtype to_kvh(DType d) { return d == DType::F16 ? KVH_DT_F16 : KVH_DT_BF16; }
-
-void fill_old_tokens(const CacheLayout& L, GuardedArena& cache, DType dtype, uint64_t seed) {
-  uint16_t* st = cache.storage_as<uint16_t>();
-  uint64_t s = seed | 1;
-  auto fill = [&](int64_t off) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;  // xorshift64: this runs for every cache element
-    st[off] = old_token_bits(dtype, s);
-  };
-  for_each_offset(L.key, fill);
-  for_each_offset(L.value, fill);
-}
-
-FusedQkv make_fused_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, const std::vector<uint16_t>& key,
-                        const std::vector<uint16_t>& value, DType dtype, std::mt19937_64& rng) {
-  FusedQkv f;
-  const int64_t row = (nh + 2 * nkv) * hd;
-  f.buf.resize(size_t(std::max<int64_t>(T * row, 1)));
-  uint64_t x = rng() | 1;
-  for (auto& e : f.buf) {  // the columns nobody reads in a write: cheap finite non-zero bits
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    e = old_token_bits(dtype, x);
-  }
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < nkv * hd; ++i) {
-      f.buf[size_t(t * row + nh * hd + i)] = key[size_t(t * nkv * hd + i)];
-      f.buf[size_t(t * row + (nh + nkv) * hd + i)] = value[size_t(t * nkv * hd + i)];
-    }
-  const FusedQkv views = fused_qkv_views(T, nh, nkv, hd);
-  f.q = views.q;
-  f.k = views.k;
-  f.v = views.v;
-  return f;
-}
 
 FusedQkv fused_qkv_views(int64_t T, int64_t nh, int64_t nkv, int64_t hd) {
   FusedQkv f;

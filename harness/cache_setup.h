@@ -2,7 +2,6 @@
 // cache, the fused QKV input buffer, and one call of a writer under test.
 #pragma once
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "arena.h"
@@ -14,24 +13,14 @@
 
 namespace kvh {
 
-/// Fills every element the K and V views own with random finite, non-zero
-/// "old token" values (so stale reads and unwritten slots never look like zeros).
-void fill_old_tokens(const CacheLayout& L, GuardedArena& cache, DType dtype, uint64_t seed);
-
 /// A fused QKV projection output [num_tokens, (num_heads + 2*num_kv_heads) * head_size]
 /// and the three strided views into it (each [num_tokens, heads, head_size]).
 struct FusedQkv {
-  std::vector<uint16_t> buf;
   StridedView q, k, v;
 };
-/// The q, k and v views of a fused QKV buffer, without the buffer (for
-/// buffers that live only on the device: kvharness bench).
+/// The q, k and v views of a fused QKV buffer of num_tokens tokens (the
+/// buffer itself lives on the device: device_cache.h make_device_qkv).
 FusedQkv fused_qkv_views(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size);
-/// Random query; key and value (logical [num_tokens, num_kv_heads, head_size])
-/// placed at their columns.
-FusedQkv make_fused_qkv(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size,
-                        const std::vector<uint16_t>& key, const std::vector<uint16_t>& value, DType dtype,
-                        std::mt19937_64& rng);
 
 kvh_dtype to_kvh(DType d);
 

@@ -23,8 +23,28 @@ RunReport sample() {
   b.c.writer = "fixture_shuffle_contiguous";
   add_cause(b.v, component::kWriter, reason::kMismatch, "3 mismatched <elements>");
   b.v.max_abs_err = 2.5;
+  a.wall_ms = 30;
+  a.phases[size_t(Phase::Launch)] = 20;
+  a.phases[size_t(Phase::Check)] = 10;
+  b.wall_ms = 5;
+  b.phases[size_t(Phase::Inputs)] = 5;
   r.results = {a, b};
   return r;
+}
+
+TEST(Report, PhasesAreRecordedPerCaseAndSummedInTheSummary) {
+  auto j = nlohmann::json::parse(results_json(sample()));
+  ASSERT_TRUE(j["cases"][0].contains("phases_ms"));
+  for (const char* p : {"setup", "alloc_fill", "inputs", "copy", "launch", "reference", "check", "timing"})
+    EXPECT_TRUE(j["cases"][0]["phases_ms"].contains(p)) << p;
+  EXPECT_EQ(j["cases"][0]["phases_ms"]["launch"], 20.0);
+  const std::string md = time_profile_markdown(sample(), 1);
+  // Largest first: launch 20 ms of the 35 summed, then check, then inputs; one slowest case.
+  EXPECT_NE(md.find("| launch | 0.02 | 57.1% |\n| check | 0.01 | 28.6% |\n| inputs | 0.01 | 14.3% |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| largest phase |"), std::string::npos) << md;
+  EXPECT_NE(md.find("launch 20.0 ms"), std::string::npos) << md;
+  EXPECT_NE(summary_markdown(sample()).find("## Where the time went"), std::string::npos);
 }
 
 TEST(Report, ResultsJsonFollowsTheContract) {

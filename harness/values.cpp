@@ -2,6 +2,9 @@
 
 #include <Eigen/Core>
 
+#include "counter_rng.h"
+#include "parallel.h"
+
 namespace kvh {
 
 uint16_t encode16(DType dtype, float f) {
@@ -14,20 +17,12 @@ double decode16(DType dtype, uint16_t bits) {
   return double(float(Eigen::numext::bit_cast<Eigen::bfloat16>(bits)));
 }
 
-std::vector<uint16_t> random16(DType dtype, size_t n, std::mt19937_64& rng) {
-  uint64_t state = rng();
+std::vector<uint16_t> counter16(DType dtype, int kind, uint64_t key, size_t n) {
   std::vector<uint16_t> out(n);
-  for (size_t i = 0; i < n; i += 2) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);  // splitmix64
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    for (size_t j = 0; j < 2 && i + j < n; ++j) {
-      // 24 random bits -> [-2, 2); an exact zero becomes 0.5: zeros hide unwritten outputs
-      float f = float(uint32_t(z >> (32 * j)) >> 8) * (4.0f / 16777216.0f) - 2.0f;
-      out[i + j] = encode16(dtype, f == 0.f ? 0.5f : f);
-    }
-  }
+  const bool bf16 = dtype == DType::BF16;
+  parallel_for(int64_t(n), 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[size_t(i)] = rng::bits16(kind, bf16, key, uint64_t(i));
+  });
   return out;
 }
 

@@ -3,7 +3,6 @@
 // so that a conversion bug in kernels/ cannot hide itself.
 #pragma once
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "case.h"
@@ -14,9 +13,10 @@ namespace kvh {
 uint16_t encode16(DType dtype, float f);
 /// The value of a 16-bit element of `dtype`.
 double decode16(DType dtype, uint16_t bits);
-/// n random, finite, non-zero elements, uniform in [-2, 2) (a splitmix64
-/// stream seeded from rng: these buffers reach hundreds of millions of elements).
-std::vector<uint16_t> random16(DType dtype, size_t n, std::mt19937_64& rng);
+/// Elements [0, n) of the counter-based stream `key` (kernels/counter_rng.h,
+/// rng::kInput or rng::kOldToken), computed on all cores: the same values a
+/// device fill of that stream writes, element i of the logical tensor first.
+std::vector<uint16_t> counter16(DType dtype, int kind, uint64_t key, size_t n);
 /// FNV-1a of a string: per-case data seeds derived from case ids.
 uint64_t hash_seed(const std::string& s, uint64_t seed);
 

@@ -8,7 +8,8 @@
 
 #include "arena.h"
 #include "cache_setup.h"
-#include "cache_writer.h"
+#include "counter_rng.h"
+#include "device_cache.h"
 #include "device.h"
 #include "values.h"
 #include "views.h"
@@ -71,35 +72,29 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   std::mt19937_64 rng(r.data_seed);
   const int64_t T = c.batch_size, H = c.num_kv_heads, D = c.head_size;
   const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
-
-  // The cache: sentinels everywhere, old tokens in every owned element.
-  enter_phase(Phase::AllocFill);
-  GuardedArena expected(L.storage_elems, 2, margin);
-  fill_old_tokens(L, expected, c.dtype, rng());
-  enter_phase(Phase::Inputs);
-
-  // Inputs: logical K/V placed into a fused QKV buffer.
-  const auto key = random16(c.dtype, size_t(T * H * D), rng);
-  const auto value = random16(c.dtype, size_t(T * H * D), rng);
-  const FusedQkv qkv = make_fused_qkv(T, c.num_heads, H, D, key, value, c.dtype, rng);
   const auto slots = make_slots(c, g.num_blocks, rng);
 
   const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
   try {
+    // The cache, on the device: sentinels everywhere, old tokens in every owned element.
     enter_phase(Phase::AllocFill);
-    device::Buffer d_cache(expected.bytes().size());
-    device::Buffer d_qkv(qkv.buf.size() * 2), d_slots(std::max<size_t>(slots.size(), 1) * 8);
+    DeviceArena cache(L.storage_elems, margin), before(L.storage_elems, margin), expected(L.storage_elems, margin);
+    cache.fill_cache(L, c.dtype, r.data_seed);
+    before.copy_from(cache);
+    // Inputs: K/V of the case's streams in a fused QKV buffer (the query columns are filler).
+    enter_phase(Phase::Inputs);
+    const DeviceQkv qkv = make_device_qkv(T, c.num_heads, H, D, c.dtype, r.data_seed, rng::kFiller, rng::kKeys,
+                                          rng::kValues);
+    device::Buffer qkv_before(qkv.buf.size());
+    device::copy_d2d(qkv_before.get(), qkv.buf.get(), qkv.buf.size());
     enter_phase(Phase::Copy);
-    d_cache.upload(expected.bytes().data(), expected.bytes().size());
-    d_qkv.upload(qkv.buf.data(), qkv.buf.size() * 2);
+    device::Buffer d_slots(std::max<size_t>(slots.size(), 1) * 8);
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
 
     on_device = component::kWriter;
-
     note_running_component(on_device);
     enter_phase(Phase::Launch);
-    const int rc = launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(),
-                                 T, c.dtype);
+    const int rc = launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype);
     if (rc != 0) {
       const LaunchFailure f = launch_failure(*w, rc);
       add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
@@ -109,29 +104,25 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     on_device = component::kHarness;
     note_running_component(on_device);
 
-    enter_phase(Phase::Copy);
-    GuardedArena actual(L.storage_elems, 2, margin, GuardedArena::Uninitialized{});
-    d_cache.download(actual.bytes().data(), actual.bytes().size());
-    enter_phase(Phase::Check);
-    r.v = check_writer_output(L, c.dtype, key, value, slots, expected, actual);
+    r.v = check_writer_on_device(L, c.dtype, before, expected, cache, qkv_before.get(), qkv.views.k, qkv.views.v,
+                                 static_cast<const int64_t*>(d_slots.get()), T);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
-    std::vector<uint16_t> qkv_after(qkv.buf.size());
+    enter_phase(Phase::Check);
+    const bool qkv_changed = device::first_difference(qkv.buf.get(), qkv_before.get(), qkv.buf.size()) >= 0;
     std::vector<int64_t> slots_after(slots.size());
-    d_qkv.download(qkv_after.data(), qkv.buf.size() * 2);
     if (!slots.empty()) d_slots.download(slots_after.data(), slots.size() * 8);
-    if (r.v.status == Status::Pass && (qkv_after != qkv.buf || slots_after != slots))
+    if (r.v.status == Status::Pass && (qkv_changed || slots_after != slots))
       add_cause(r.v, component::kWriter, reason::kOutOfView,
-                qkv_after != qkv.buf ? "the writer modified its key/value input (fused QKV buffer)"
-                                     : "the writer modified slot_mapping");
+                qkv_changed ? "the writer modified its key/value input (fused QKV buffer)"
+                            : "the writer modified slot_mapping");
     // kernel_us: after the verdict's launch and downloads; rewriting the same slots is idempotent.
     if (r.v.status == Status::Pass && timing_enabled(timing)) {
       enter_phase(Phase::Timing);
       on_device = component::kWriter;
       note_running_component(on_device);
       r.v.kernel_us = time_kernel(timing, [&] {
-        return launch_writer(*w, L, static_cast<uint8_t*>(d_cache.get()) + margin, qkv, d_qkv.get(), d_slots.get(), T,
-                             c.dtype);
+        return launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype);
       }, &r.v.detail);
     }
   } catch (const device::AllocError& e) {

@@ -5,15 +5,13 @@
 #include <cmath>
 #include <cstring>
 
-#include <unordered_map>
-
-#include "cache_writer.h"
 #include "values.h"
+#include "views.h"
 
 namespace kvh {
 
-Verdict check_write(const CacheLayout& L, DType dtype, const std::function<std::optional<uint16_t>(int64_t)>& old_value,
-                    const GuardedArena& expected, const GuardedArena& actual) {
+Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& before, const GuardedArena& expected,
+                    const GuardedArena& actual) {
   Verdict v;
   const auto& a = actual.bytes();
   const auto& e = expected.bytes();
@@ -27,17 +25,21 @@ Verdict check_write(const CacheLayout& L, DType dtype, const std::function<std::
   int64_t out_of_view = 0, mismatched = 0, unwritten = 0;
   int64_t first_oov = 0, worst_elem = 0;
   double worst_abs = -1, worst_rel = 0;
+  // Which storage elements the views own: one pass over each view, not a search per differing element.
+  std::vector<uint8_t> owned(size_t(L.storage_elems), 0);
+  for_each_offset(L.key, [&](int64_t off) { owned[size_t(off)] = 1; });
+  for_each_offset(L.value, [&](int64_t off) { owned[size_t(off)] = 1; });
   for (int64_t i = 0; i < total; ++i) {
     if (std::memcmp(&a[size_t(i * 2)], &e[size_t(i * 2)], 2) == 0) continue;
     const int64_t el = i - margin_elems;  // storage element index
-    const bool owned = L.key.index_of(el) || L.value.index_of(el);
-    if (!owned) {
+    if (el < 0 || el >= L.storage_elems || !owned[size_t(el)]) {
       if (out_of_view++ == 0) first_oov = el;
       continue;
     }
     const uint16_t got = actual.elem16(el), want = expected.elem16(el);
-    const auto old = old_value(el);
-    if (old && got == *old) ++unwritten;
+    // An element the reference changed that still holds its old value was never written. (One it
+    // did not change cannot be unwritten: want == old there, and got differs from want.)
+    if (got == before.elem16(el)) ++unwritten;
     else ++mismatched;
     const double g = decode16(dtype, got), w = decode16(dtype, want);
     double abs_err = std::isfinite(g) ? std::fabs(g - w) : INFINITY;
@@ -71,36 +73,6 @@ Verdict check_write(const CacheLayout& L, DType dtype, const std::function<std::
     v.reason = reason::kUnwritten;
     v.detail = counts + worst;
   }
-  return v;
-}
-
-Verdict check_writer_output(const CacheLayout& L, DType dtype, const std::vector<uint16_t>& key,
-                            const std::vector<uint16_t>& value, const std::vector<int64_t>& slots,
-                            GuardedArena& expected, const GuardedArena& actual) {
-  // Remember what each element the reference writes held, to tell an unwritten element from a wrong one.
-  uint16_t* st = expected.storage_as<uint16_t>();
-  const int64_t H = L.geo.num_kv_heads, D = L.geo.head_size, B = L.geo.block_size;
-  std::vector<std::pair<int64_t, uint16_t>> olds;
-  olds.reserve(slots.size() * size_t(2 * H * D));
-  for (int64_t slot : slots) {
-    if (slot < 0) continue;
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t d = 0; d < D; ++d)
-        for (bool v : {false, true}) {
-          const int64_t off = reference::cache_offset(L, v, slot / B, h, slot % B, d);
-          olds.emplace_back(off, st[off]);
-        }
-  }
-  reference::write_cache(L, key, value, slots, st);
-  std::unordered_map<int64_t, uint16_t> old_map;  // built only if the check asks
-  auto old_value = [&](int64_t off) -> std::optional<uint16_t> {
-    if (old_map.empty()) old_map.insert(olds.begin(), olds.end());
-    auto it = old_map.find(off);
-    if (it == old_map.end()) return std::nullopt;
-    return it->second;
-  };
-  Verdict v = check_write(L, dtype, old_value, expected, actual);
-  attribute(v, component::kWriter);
   return v;
 }
 

@@ -14,11 +14,14 @@ struct Fixture {
     for (int64_t e = 0; e < L.storage_elems; ++e)
       if (L.key.index_of(e) || L.value.index_of(e)) expected.storage_as<uint16_t>()[e] = uint16_t(0x3c00 + e % 512);
   }
-  std::optional<uint16_t> none(int64_t) const { return std::nullopt; }
-  Verdict check(const GuardedArena& actual, std::function<std::optional<uint16_t>(int64_t)> old = nullptr) const {
-    if (!old) old = [](int64_t) { return std::optional<uint16_t>(); };
-    return check_write(L, DType::F16, old, expected, actual);
-  }
+  // Before the writer: every owned element held something else.
+  GuardedArena before = [this] {
+    GuardedArena b = expected;
+    for (int64_t e = 0; e < L.storage_elems; ++e)
+      if (L.key.index_of(e) || L.value.index_of(e)) b.storage_as<uint16_t>()[e] ^= 0x0100;
+    return b;
+  }();
+  Verdict check(const GuardedArena& actual) const { return check_write(L, DType::F16, before, expected, actual); }
 };
 
 TEST(WriteCheck, IdenticalStorageIsAPass) {
@@ -66,9 +69,10 @@ TEST(WriteCheck, AnElementThatKeptItsOldValueIsUnwritten) {
   Fixture f;
   GuardedArena actual = f.expected;
   const int64_t e = 7;
-  actual.storage_as<uint16_t>()[e] = 0x1234;
-  Verdict v = f.check(actual, [&](int64_t el) { return el == e ? std::optional<uint16_t>(0x1234) : std::nullopt; });
+  actual.storage_as<uint16_t>()[e] = f.before.storage_as<uint16_t>()[e];
+  Verdict v = f.check(actual);
   EXPECT_EQ(v.reason, "unwritten_output");
+  EXPECT_EQ(v.bad_elements, 1);
 }
 
 }  // namespace

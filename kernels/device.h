@@ -47,14 +47,16 @@ struct AllocError : Error {
   using Error::Error;
 };
 
-/// Owns `bytes` bytes of device memory. Throws AllocError when allocation
-/// fails (Error when the device is already lost).
+/// Owns `bytes` bytes of device memory, contents undefined (a freed buffer is
+/// kept in a pool and handed to the next request of about its size). Throws
+/// AllocError when allocation fails, after releasing the pool and retrying
+/// (Error when the device is already lost).
 class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(size_t bytes);
   ~Buffer();
-  Buffer(Buffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  Buffer(Buffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), cap_(o.cap_) { o.ptr_ = nullptr; o.bytes_ = o.cap_ = 0; }
   Buffer& operator=(Buffer&& o) noexcept;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -66,6 +68,7 @@ class Buffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  size_t cap_ = 0;  // bytes allocated (a pooled buffer may be larger than asked)
 };
 
 /// Waits for all device work; throws Error with the runtime's text if it failed

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -63,9 +65,68 @@ KVH_DECLARE_BARRIER_FREE(fill_random16_kernel);
 
 }  // namespace
 
+namespace {
+
+// Freed buffers wait here for the next case that needs about as much: device
+// allocation (and, on the cpu backend, first-touch page faults) is otherwise a
+// large part of a small case. A buffer is reused for requests of half to all
+// of its size; the pool holds at most kPoolLimit bytes.
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+constexpr size_t kPoolLimit = size_t(16) << 30;
+#else
+constexpr size_t kPoolLimit = size_t(4) << 30;
+#endif
+struct Pool {
+  std::mutex m;
+  std::multimap<size_t, void*> free;  // capacity -> pointer
+  size_t held = 0;
+};
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: buffers may be freed during static destruction
+  return *p;
+}
+void* pool_take(size_t bytes, size_t& cap) {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lk(p.m);
+  auto it = p.free.lower_bound(bytes);
+  if (it == p.free.end() || it->first > 2 * bytes + 4096) return nullptr;
+  cap = it->first;
+  void* ptr = it->second;
+  p.held -= cap;
+  p.free.erase(it);
+  return ptr;
+}
+void pool_release_all() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lk(p.m);
+  for (auto& [cap, ptr] : p.free) (void)hipFree(ptr);
+  p.free.clear();
+  p.held = 0;
+}
+void pool_give(void* ptr, size_t cap) {
+  if (g_faulted) return (void)hipFree(ptr);
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lk(p.m);
+  if (p.held + cap > kPoolLimit) return (void)hipFree(ptr);
+  p.free.emplace(cap, ptr);
+  p.held += cap;
+}
+
+}  // namespace
+
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   if (g_faulted) throw_injected("hipMalloc");
-  const hipError_t e = hipMalloc(&ptr_, bytes);
+  if ((ptr_ = pool_take(bytes, cap_))) {
+    g_live_bytes += bytes_;
+    return;
+  }
+  cap_ = bytes;
+  hipError_t e = hipMalloc(&ptr_, bytes);
+  if (e != hipSuccess && !context_lost()) {  // the pool may hold what this needs
+    (void)hipGetLastError();
+    pool_release_all();
+    e = hipMalloc(&ptr_, bytes);
+  }
   if (e != hipSuccess && !context_lost()) {
     (void)hipGetLastError();  // an allocation failure is not sticky: clear it
     ptr_ = nullptr;
@@ -75,15 +136,17 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   g_live_bytes += bytes_;
 }
 Buffer::~Buffer() {
-  if (ptr_) (void)hipFree(ptr_), g_live_bytes -= bytes_;
+  if (ptr_) pool_give(ptr_, cap_), g_live_bytes -= bytes_;
 }
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) (void)hipFree(ptr_), g_live_bytes -= bytes_;
+    if (ptr_) pool_give(ptr_, cap_), g_live_bytes -= bytes_;
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
+    cap_ = o.cap_;
     o.ptr_ = nullptr;
     o.bytes_ = 0;
+    o.cap_ = 0;
   }
   return *this;
 }

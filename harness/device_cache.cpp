@@ -1,0 +1,116 @@
+#include "device_cache.h"
+
+#include <stdexcept>
+
+#include "counter_rng.h"
+#include "write_check.h"
+
+namespace kvh {
+
+device::View16 view16(const StridedView& v) {
+  if (v.shape.empty() || v.shape.size() > 6) throw std::invalid_argument("a view of 1 to 6 dims: " + v.str());
+  device::View16 out;
+  out.ndim = int32_t(v.shape.size());
+  for (size_t i = 0; i < v.shape.size(); ++i) out.shape[i] = v.shape[i], out.stride[i] = v.stride[i];
+  out.offset = v.offset;
+  return out;
+}
+
+device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
+  const StridedView& v = is_value ? L.value : L.key;
+  const auto& s = v.stride;
+  const int64_t x = L.geo.x, B = L.geo.block_size, D = L.geo.head_size;
+  device::CacheMap m;
+  m.offset = v.offset;
+  m.sb = s[0];
+  // An unsplit token or dim: x = its whole extent, so the "hi" part is always 0.
+  m.xt = B;
+  m.xd = D;
+  switch (L.format) {
+    case CacheFormat::Flash:  // [b, t, h, d]
+      m.st_lo = s[1], m.sh = s[2], m.sd_lo = s[3];
+      return m;
+    case CacheFormat::PaV1:
+      if (is_value) {  // [b, h, d, t]
+        m.sh = s[1], m.sd_lo = s[2], m.st_lo = s[3];
+        return m;
+      }
+      break;
+    case CacheFormat::Shuffle:
+      if (is_value) {  // [b, h, t/x, d, t%x]
+        m.sh = s[1], m.xt = x, m.st_hi = s[2], m.sd_lo = s[3], m.st_lo = s[4];
+        return m;
+      }
+      break;
+  }
+  // The x-split K cache of pa_v1 and shuffle: [b, h, d/x, t, d%x].
+  m.sh = s[1], m.xd = x, m.sd_hi = s[2], m.st_lo = s[3], m.sd_lo = s[4];
+  return m;
+}
+
+DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes)
+    : storage_elems_(storage_elems), margin_(margin_bytes), buf_(size_t(storage_elems * 2 + 2 * margin_bytes)) {}
+
+void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed) {
+  device::fill_sentinel(data(), size_bytes());
+  const bool bf16 = dtype == DType::BF16;
+  device::fill_view16(storage(), view16(L.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys));
+  device::fill_view16(storage(), view16(L.value), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldValues));
+}
+
+void DeviceArena::copy_from(const DeviceArena& o) {
+  if (o.size_bytes() != size_bytes()) throw std::logic_error("DeviceArena::copy_from: arenas of different sizes");
+  device::copy_d2d(data(), o.data(), size_bytes());
+}
+
+GuardedArena DeviceArena::download() const {
+  GuardedArena h(storage_elems_, 2, margin_, GuardedArena::Uninitialized{});
+  buf_.download(h.bytes().data(), h.bytes().size());
+  return h;
+}
+
+int64_t DeviceArena::first_difference(const DeviceArena& o) const {
+  if (o.size_bytes() != size_bytes()) throw std::logic_error("DeviceArena::first_difference: different sizes");
+  return device::first_difference(data(), o.data(), size_bytes());
+}
+
+DeviceQkv make_device_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, DType dtype, uint64_t data_seed,
+                          uint64_t q_stream, uint64_t k_stream, uint64_t v_stream) {
+  DeviceQkv out;
+  out.views = fused_qkv_views(T, nh, nkv, hd);
+  const int64_t elems = std::max<int64_t>(T * (nh + 2 * nkv) * hd, 1);
+  out.buf = device::Buffer(size_t(elems) * 2);
+  const bool bf16 = dtype == DType::BF16;
+  if (nh)  // without query columns, k and v cover every element
+    device::fill_view16(out.buf.get(), view16(StridedView{{elems}, {1}, 0}), rng::kOldToken, bf16,
+                        rng::stream_key(data_seed, rng::kFiller));
+  if (T == 0) return out;
+  if (nh) device::fill_view16(out.buf.get(), view16(out.views.q), rng::kInput, bf16, rng::stream_key(data_seed, q_stream));
+  device::fill_view16(out.buf.get(), view16(out.views.k), rng::kInput, bf16, rng::stream_key(data_seed, k_stream));
+  device::fill_view16(out.buf.get(), view16(out.views.v), rng::kInput, bf16, rng::stream_key(data_seed, v_stream));
+  return out;
+}
+
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const DeviceArena& before, DeviceArena& expected,
+                               const DeviceArena& actual, const void* src, const StridedView& key,
+                               const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens) {
+  enter_phase(Phase::Reference);
+  expected.copy_from(before);
+  device::reference_write(expected.storage(), cache_map(L, false), cache_map(L, true), src, view16(key),
+                          view16(value), slot_mapping, num_tokens, L.geo.block_size);
+  enter_phase(Phase::Check);
+  if (actual.first_difference(expected) < 0) {
+    Verdict pass;
+    pass.max_abs_err = pass.max_rel_err = 0.0;
+    return pass;
+  }
+  // Something differs: explain it on the host (which elements, whose memory, how wrong).
+  enter_phase(Phase::Copy);
+  const GuardedArena b = before.download(), e = expected.download(), a = actual.download();
+  enter_phase(Phase::Check);
+  Verdict v = check_write(L, dtype, b, e, a);
+  attribute(v, component::kWriter);
+  return v;
+}
+
+}  // namespace kvh

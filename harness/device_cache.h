@@ -1,0 +1,72 @@
+// Cases' buffers where the data lives (issue 9): guarded arenas in device
+// memory, filled and compared there by kernels/device_ops; the host sees
+// their bytes only when a check has found something to explain.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "arena.h"
+#include "cache_setup.h"
+#include "case.h"
+#include "device.h"
+#include "device_ops.h"
+#include "layout.h"
+
+namespace kvh {
+
+/// `v` for the device ops. Throws std::invalid_argument for more than 6 dims.
+device::View16 view16(const StridedView& v);
+/// The element map of the K (is_value false) or V cache of `L` (device_ops.h).
+/// Agrees with reference::cache_offset on every element (device_cache_test).
+device::CacheMap cache_map(const CacheLayout& L, bool is_value);
+
+/// A guarded arena in device memory: margin_bytes, storage_elems 16-bit
+/// elements, margin_bytes again (as GuardedArena on the host). Contents
+/// undefined until filled. Throws device::AllocError when the device cannot
+/// hold it.
+class DeviceArena {
+ public:
+  DeviceArena(int64_t storage_elems, int64_t margin_bytes);
+  uint8_t* data() const { return static_cast<uint8_t*>(buf_.get()); }
+  size_t size_bytes() const { return buf_.size(); }
+  uint8_t* storage() const { return data() + margin_; }
+  int64_t margin_bytes() const { return margin_; }
+  int64_t storage_elems() const { return storage_elems_; }
+  /// Sentinels everywhere, then old tokens (streams kOldKeys / kOldValues of
+  /// data_seed) in every element L's K and V views own.
+  void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed);
+  /// This arena's bytes := o's (same size).
+  void copy_from(const DeviceArena& o);
+  /// The bytes as a host GuardedArena (for the host-side explanation of a difference).
+  GuardedArena download() const;
+  /// Index of the first byte where this arena and `o` differ, or -1 (on the device).
+  int64_t first_difference(const DeviceArena& o) const;
+
+ private:
+  int64_t storage_elems_, margin_;
+  device::Buffer buf_;
+};
+
+/// A fused QKV buffer [num_tokens, (num_heads + 2*num_kv_heads) * head_size]
+/// in device memory, generated there: stream kFiller everywhere (columns a
+/// kernel must not read), then the q, k and v views from streams q_stream,
+/// k_stream and v_stream of data_seed (logical order [num_tokens, heads,
+/// head_size], so the host's counter16 of the same stream is the same tensor).
+struct DeviceQkv {
+  device::Buffer buf;
+  FusedQkv views;
+};
+DeviceQkv make_device_qkv(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size, DType dtype,
+                          uint64_t data_seed, uint64_t q_stream, uint64_t k_stream, uint64_t v_stream);
+
+/// Judges a writer's cache on the device: expected := before + the reference
+/// writer's tokens (key/value views of `src`, slot_mapping on the device), then
+/// compares `actual` with it. Equal: PASS, nothing downloaded. Different:
+/// the three arenas come to the host and check_write explains the difference
+/// (component "writer"). `expected` must have before's size; on return it
+/// holds the reference cache.
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const DeviceArena& before, DeviceArena& expected,
+                               const DeviceArena& actual, const void* src, const StridedView& key,
+                               const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens);
+
+}  // namespace kvh

@@ -1,0 +1,149 @@
+// The harness's device-side helpers against the host definitions they replace:
+// the reference writer against reference::write_cache, fills against the host
+// generator and the arena sentinel, first_difference against planted differences.
+#include "device_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "cache_writer.h"
+#include "counter_rng.h"
+#include "values.h"
+#include "views.h"
+
+namespace kvh {
+namespace {
+
+struct Shape {
+  CacheFormat format;
+  Scheme scheme;
+  CacheGeometry geo;
+};
+
+std::vector<Shape> shapes() {
+  std::vector<Shape> out;
+  for (CacheFormat f : {CacheFormat::Flash, CacheFormat::PaV1, CacheFormat::Shuffle})
+    for (Scheme s : {Scheme::Separate, Scheme::KvFirst, Scheme::Interleaved, Scheme::Padded, Scheme::Packed,
+                     Scheme::Offset})
+      for (CacheGeometry g : {CacheGeometry{5, 16, 2, 64, 8, 2}, CacheGeometry{3, 32, 3, 128, 8, 2}}) {
+        auto made = make_cache_layout(f, s, g);
+        if (made.layout) out.push_back({f, s, g});
+      }
+  return out;
+}
+
+TEST(DeviceCache, CacheMapAgreesWithTheReferenceOffsetOnEveryElementOfEveryLayout) {
+  int layouts = 0;
+  for (const Shape& sh : shapes()) {
+    const CacheLayout L = *make_cache_layout(sh.format, sh.scheme, sh.geo).layout;
+    for (bool is_value : {false, true}) {
+      const device::CacheMap m = cache_map(L, is_value);
+      const auto& g = L.geo;
+      for (int64_t b = 0; b < g.num_blocks; ++b)
+        for (int64_t h = 0; h < g.num_kv_heads; ++h)
+          for (int64_t t = 0; t < g.block_size; ++t)
+            for (int64_t d = 0; d < g.head_size; ++d) {
+              const int64_t want = reference::cache_offset(L, is_value, b, h, t, d);
+              const int64_t got = m.offset + b * m.sb + h * m.sh + (t / m.xt) * m.st_hi + (t % m.xt) * m.st_lo +
+                                  (d / m.xd) * m.sd_hi + (d % m.xd) * m.sd_lo;
+              ASSERT_EQ(got, want) << to_string(sh.format) << " " << to_string(sh.scheme) << (is_value ? " V" : " K")
+                                   << " b" << b << " h" << h << " t" << t << " d" << d;
+            }
+    }
+    ++layouts;
+  }
+  EXPECT_GE(layouts, 20);
+}
+
+// The device's reference writer leaves the same bytes as the host's, on every layout.
+TEST(DeviceCache, DeviceReferenceWriterEqualsTheHostReferenceWriterByteForByte) {
+  std::mt19937_64 rng(7);
+  for (const Shape& sh : shapes()) {
+    const CacheLayout L = *make_cache_layout(sh.format, sh.scheme, sh.geo).layout;
+    const int64_t H = L.geo.num_kv_heads, D = L.geo.head_size, T = 23, margin = 4096;
+    std::vector<int64_t> slots(size_t(L.geo.num_blocks * L.geo.block_size));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    slots.resize(size_t(T));
+    slots[3] = -1;  // a padding token writes nothing
+    const DeviceQkv qkv = make_device_qkv(T, 2, H, D, DType::BF16, 99, rng::kQueries, rng::kKeys, rng::kValues);
+    DeviceArena dev(L.storage_elems, margin);
+    dev.fill_cache(L, DType::BF16, 5);
+    GuardedArena host = dev.download();
+    device::Buffer d_slots(slots.size() * 8);
+    d_slots.upload(slots.data(), slots.size() * 8);
+    device::reference_write(dev.storage(), cache_map(L, false), cache_map(L, true), qkv.buf.get(), view16(qkv.views.k),
+                            view16(qkv.views.v), static_cast<const int64_t*>(d_slots.get()), T, L.geo.block_size);
+    const auto key = counter16(DType::BF16, rng::kInput, rng::stream_key(99, rng::kKeys), size_t(T * H * D));
+    const auto value = counter16(DType::BF16, rng::kInput, rng::stream_key(99, rng::kValues), size_t(T * H * D));
+    reference::write_cache(L, key, value, slots, host.storage_as<uint16_t>());
+    const GuardedArena got = dev.download();
+    ASSERT_TRUE(got.bytes() == host.bytes()) << to_string(sh.format) << " " << to_string(sh.scheme);
+  }
+}
+
+TEST(DeviceCache, FillsMatchTheHostGeneratorAndTheArenaSentinel) {
+  const CacheLayout L = *make_cache_layout(CacheFormat::Shuffle, Scheme::Padded, {4, 16, 2, 64, 8, 2}).layout;
+  DeviceArena dev(L.storage_elems, 512);
+  dev.fill_cache(L, DType::F16, 42);
+  const GuardedArena got = dev.download();
+  const auto old_k = counter16(DType::F16, rng::kOldToken, rng::stream_key(42, rng::kOldKeys), size_t(L.key.numel()));
+  std::vector<uint8_t> owned(size_t(L.storage_elems), 0);
+  int64_t i = 0;
+  for_each_offset(L.key, [&](int64_t off) {
+    ASSERT_EQ(got.storage_as<uint16_t>()[off], old_k[size_t(i++)]) << "K element " << i - 1;
+    owned[size_t(off)] = 1;
+  });
+  for_each_offset(L.value, [&](int64_t off) { owned[size_t(off)] = 1; });
+  const GuardedArena sentinel(L.storage_elems, 2, 512);  // the host arena's sentinel everywhere
+  for (size_t b = 0; b < got.bytes().size(); ++b) {
+    const int64_t el = (int64_t(b) - 512) / 2;
+    if (int64_t(b) >= 512 && el < L.storage_elems && owned[size_t(el)]) continue;
+    ASSERT_EQ(got.bytes()[b], sentinel.bytes()[b]) << "byte " << b;
+  }
+}
+
+TEST(DeviceCache, GeneratedInputsAreFiniteNonZeroAndInRange) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    const auto in = counter16(dt, rng::kInput, 12345, 1 << 16);
+    const auto old = counter16(dt, rng::kOldToken, 12345, 1 << 16);
+    double sum = 0;
+    int small = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double x = decode16(dt, in[i]), y = decode16(dt, old[i]);
+      ASSERT_TRUE(std::isfinite(x) && x != 0 && std::fabs(x) < 2) << x;
+      ASSERT_TRUE(std::isfinite(y) && std::fabs(y) >= 1.0 / 32 && std::fabs(y) < 64) << y;
+      sum += x;
+      small += std::fabs(x) < 1;
+    }
+    EXPECT_LT(std::fabs(sum / double(in.size())), 0.05);             // symmetric
+    EXPECT_NEAR(double(small) / double(in.size()), 0.5, 0.02);       // uniform magnitude on [0, 2)
+  }
+  // Same key, same values; another key, other values.
+  EXPECT_EQ(counter16(DType::F16, rng::kInput, 1, 64), counter16(DType::F16, rng::kInput, 1, 64));
+  EXPECT_NE(counter16(DType::F16, rng::kInput, 1, 64), counter16(DType::F16, rng::kInput, 2, 64));
+}
+
+TEST(DeviceCache, FirstDifferenceFindsEveryPlantedByteAndNothingInEqualBuffers) {
+  for (size_t n : {size_t(1), size_t(7), size_t(4096), size_t(1 << 20) + 5}) {
+    std::vector<uint8_t> a(n);
+    for (size_t i = 0; i < n; ++i) a[i] = uint8_t(i * 7 + 3);
+    device::Buffer da(n), db(n);
+    da.upload(a.data(), n);
+    db.upload(a.data(), n);
+    EXPECT_EQ(device::first_difference(da.get(), db.get(), n), -1) << n;
+    for (size_t at : {size_t(0), n / 2, n - 1}) {
+      std::vector<uint8_t> b = a;
+      b[at] ^= 0x10;
+      if (at + 3 < n) b[at + 3] ^= 0x01;  // a later difference must not hide the first
+      db.upload(b.data(), n);
+      EXPECT_EQ(device::first_difference(da.get(), db.get(), n), int64_t(at)) << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvh

@@ -1,0 +1,46 @@
+// The harness's own device work, where the data lives (issue 9): sentinel
+// and counter-based fills, the reference writer, and bulk comparisons. Not
+// kernels under test: written from the layouts' definitions, checked against
+// reference/ in device_ops_test.cpp. On the cpu backend these run through the
+// host SIMT runtime's barrier-free path, on all its workers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace kvh::device {
+
+/// A strided view of 16-bit elements: up to 6 dims, shape and stride in
+/// elements (outermost first), offset in elements from the base pointer.
+struct View16 {
+  int32_t ndim = 0;
+  int64_t shape[6] = {}, stride[6] = {};
+  int64_t offset = 0;
+  int64_t numel() const;
+};
+
+/// Storage offset (elements) of element (block b, kv head h, token t, dim d)
+/// of one paged cache: offset + b*sb + h*sh + (t/xt)*st_hi + (t%xt)*st_lo +
+/// (d/xd)*sd_hi + (d%xd)*sd_lo. Covers every cache format (an x-split dim has
+/// xd or xt = x; an unsplit one has x = its size and hi stride 0).
+struct CacheMap {
+  int64_t offset = 0, sb = 0, sh = 0, st_hi = 0, st_lo = 0, xt = 1, sd_hi = 0, sd_lo = 0, xd = 1;
+};
+
+/// bytes[i] = GuardedArena::sentinel(i) for i in [0, n): a guarded arena's
+/// margins and unowned storage, position-dependent (harness/arena.h).
+void fill_sentinel(void* bytes, size_t n);
+/// base[v(i)] = rng::bits16(kind, bf16, key, i) for every logical (row-major)
+/// index i of `v` (kernels/counter_rng.h): the same values the host gets from
+/// the same stream.
+void fill_view16(void* base, const View16& v, int kind, bool bf16, uint64_t key);
+/// The reference writer: for every token t with slot_mapping[t] >= 0, copies
+/// key[t, h, d] / value[t, h, d] (views of [num_tokens, num_kv_heads,
+/// head_size] at src) to block slot/block_size, token slot%block_size of the
+/// K / V cache at `storage`. slot_mapping: device int64 [num_tokens].
+void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
+                     const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
+                     int64_t block_size);
+/// Index of the first byte where a and b (device, n bytes each) differ, or -1.
+int64_t first_difference(const void* a, const void* b, size_t n);
+
+}  // namespace kvh::device

@@ -1,0 +1,186 @@
+#include "device_ops.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "counter_rng.h"
+#include "device.h"
+#include "kvh_runtime.h"
+
+namespace kvh::device {
+
+int64_t View16::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= shape[i];
+  return n;
+}
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+constexpr uint64_t kMaxBlocks = 4096;
+constexpr uint64_t kSentinelChunk = 8;  // bytes a thread fills per step: neighbours write neighbours
+#else
+// Host SIMT: each GPU thread is a function call on a worker. A few blocks per
+// worker, and long contiguous runs per thread, keep the calls few and the loops
+// vectorisable.
+constexpr uint64_t kMaxBlocks = 8;
+constexpr uint64_t kSentinelChunk = 1 << 16;
+#endif
+
+void check_launch(const char* what) {
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess) throw Error(std::string(what) + " launch: " + hipGetErrorString(e));
+}
+
+unsigned blocks_for(uint64_t work, uint64_t per_thread = 1) {
+  const uint64_t threads = (work + per_thread - 1) / per_thread;
+  return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((threads + kThreads - 1) / kThreads, kMaxBlocks)));
+}
+
+__global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t c = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; c * kSentinelChunk < n; c += stride) {
+    const uint64_t begin = c * kSentinelChunk, end = begin + kSentinelChunk < n ? begin + kSentinelChunk : n;
+    for (uint64_t i = begin; i < end; ++i) b[i] = uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8));
+  }
+}
+KVH_DECLARE_BARRIER_FREE(fill_sentinel_kernel);
+
+// One thread per row of the two innermost dims: the index arithmetic of the
+// outer dims is paid once per row, not once per element.
+__global__ void fill_view16_kernel(uint16_t* base, View16 v, uint64_t rows, int kind, int bf16, uint64_t key) {
+  const int nd = v.ndim;
+  const int64_t n1 = v.shape[nd - 1], n2 = nd >= 2 ? v.shape[nd - 2] : 1;
+  const int64_t s1 = v.stride[nd - 1], s2 = nd >= 2 ? v.stride[nd - 2] : 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
+    int64_t off = v.offset, rest = int64_t(r);
+    for (int d = nd - 3; d >= 0; --d) {
+      off += (rest % v.shape[d]) * v.stride[d];
+      rest /= v.shape[d];
+    }
+    const uint64_t first = r * uint64_t(n1 * n2);
+    for (int64_t a = 0; a < n2; ++a)
+      for (int64_t b = 0; b < n1; ++b)
+        base[off + a * s2 + b * s1] = rng::bits16(kind, bf16 != 0, key, first + uint64_t(a * n1 + b));
+  }
+}
+KVH_DECLARE_BARRIER_FREE(fill_view16_kernel);
+
+__device__ inline int64_t map_offset(const CacheMap& m, int64_t b, int64_t h, int64_t t, int64_t d) {
+  return m.offset + b * m.sb + h * m.sh + (t / m.xt) * m.st_hi + (t % m.xt) * m.st_lo + (d / m.xd) * m.sd_hi +
+         (d % m.xd) * m.sd_lo;
+}
+
+// One thread per (token, kv head): a row of head_size elements.
+__global__ void reference_write_kernel(uint16_t* storage, CacheMap km, CacheMap vm, const uint16_t* src, View16 k,
+                                       View16 v, const int64_t* slots, int64_t rows, int64_t block_size) {
+  const int64_t heads = k.shape[1], hd = k.shape[2];
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < uint64_t(rows); r += stride) {
+    const int64_t t = int64_t(r) / heads, h = int64_t(r) % heads;
+    const int64_t slot = slots[t];
+    if (slot < 0) continue;
+    const int64_t blk = slot / block_size, tok = slot % block_size;
+    for (int64_t d = 0; d < hd; ++d) {
+      storage[map_offset(km, blk, h, tok, d)] = src[k.offset + t * k.stride[0] + h * k.stride[1] + d * k.stride[2]];
+      storage[map_offset(vm, blk, h, tok, d)] = src[v.offset + t * v.stride[0] + h * v.stride[1] + d * v.stride[2]];
+    }
+  }
+}
+KVH_DECLARE_BARRIER_FREE(reference_write_kernel);
+
+// Thread i scans its own contiguous chunk of 8-byte words and records the
+// first differing word in it (or -1): no atomics, the host takes the first.
+__global__ void first_difference_kernel(const uint8_t* a, const uint8_t* b, uint64_t n, uint64_t chunk,
+                                        int64_t* first) {
+  const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t found = -1;
+  const uint64_t words = n / 8;
+  const uint64_t end = (tid + 1) * chunk < words ? (tid + 1) * chunk : words;
+  for (uint64_t w = tid * chunk; w < end; ++w) {
+    uint64_t x, y;
+    memcpy(&x, a + w * 8, 8);
+    memcpy(&y, b + w * 8, 8);
+    if (x != y) {
+      for (uint64_t i = w * 8;; ++i)
+        if (a[i] != b[i]) {
+          found = int64_t(i);
+          break;
+        }
+      break;
+    }
+  }
+  if (found < 0 && tid == 0)  // the tail that does not fill a word
+    for (uint64_t i = words * 8; i < n; ++i)
+      if (a[i] != b[i]) {
+        found = int64_t(i);
+        break;
+      }
+  first[tid] = found;
+}
+KVH_DECLARE_BARRIER_FREE(first_difference_kernel);
+
+}  // namespace
+
+void fill_sentinel(void* bytes, size_t n) {
+  if (!n) return;
+  hipLaunchKernelGGL(fill_sentinel_kernel, dim3(blocks_for(n, kSentinelChunk)), dim3(kThreads), 0, 0, static_cast<uint8_t*>(bytes),
+                     uint64_t(n));
+  check_launch("fill_sentinel");
+}
+
+void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key) {
+  if (view.ndim < 1 || view.ndim > 6) throw std::invalid_argument("fill_view16: a view of 1 to 6 dims");
+  const int64_t n = view.numel();
+  if (n == 0) return;
+  View16 v = view;
+  if (v.ndim == 1) {  // one long row would be one thread's: cut it into rows of up to 4096
+    int64_t cols = 4096;
+    while (n % cols) cols /= 2;
+    v.ndim = 2;
+    v.shape[0] = n / cols, v.shape[1] = cols;
+    v.stride[1] = view.stride[0], v.stride[0] = cols * view.stride[0];
+  }
+  const int64_t inner = v.shape[v.ndim - 1] * (v.ndim >= 2 ? v.shape[v.ndim - 2] : 1);
+  const uint64_t rows = uint64_t(n / inner);
+  hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(rows)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base), v,
+                     rows, kind, int(bf16), key);
+  check_launch("fill_view16");
+}
+
+void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
+                     const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
+                     int64_t block_size) {
+  if (key.ndim != 3 || value.ndim != 3) throw std::invalid_argument("reference_write: key/value views of 3 dims");
+  const int64_t rows = num_tokens * key.shape[1];
+  if (rows == 0) return;
+  hipLaunchKernelGGL(reference_write_kernel, dim3(blocks_for(uint64_t(rows))), dim3(kThreads), 0, 0,
+                     static_cast<uint16_t*>(storage), k_cache, v_cache, static_cast<const uint16_t*>(src), key, value,
+                     slot_mapping, rows, block_size);
+  check_launch("reference_write");
+}
+
+int64_t first_difference(const void* a, const void* b, size_t n) {
+  if (!n) return -1;
+  const unsigned blocks = unsigned(std::min<uint64_t>(64, kMaxBlocks));
+  const uint64_t threads = uint64_t(blocks) * kThreads;
+  const uint64_t chunk = std::max<uint64_t>(1, (n / 8 + threads - 1) / threads);
+  Buffer d_first(threads * 8);
+  hipLaunchKernelGGL(first_difference_kernel, dim3(blocks), dim3(kThreads), 0, 0, static_cast<const uint8_t*>(a),
+                     static_cast<const uint8_t*>(b), uint64_t(n), chunk, static_cast<int64_t*>(d_first.get()));
+  check_launch("first_difference");
+  // The download waits for the kernel (same stream) and reports its failure: no synchronize
+  // of our own, so testing::inject_fault's count stays the kernels under test's.
+  std::vector<int64_t> first(threads);
+  d_first.download(first.data(), threads * 8);
+  for (int64_t f : first)
+    if (f >= 0) return f;
+  return -1;
+}
+
+}  // namespace kvh::device
