@@ -260,8 +260,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     bool writer_failed = false;
     if (wr) {  // pipeline: the writer under test writes every context token, and is judged first
       enter_phase(Phase::AllocFill);
-      DeviceArena expected(L.storage_elems, margin);
-      snapshot.copy_from(cache);  // the storage before the writer
+      snapshot.copy_from(cache);  // the reference writer's starting point
       on_device = component::kWriter;
       note_running_component(on_device);
       enter_phase(Phase::Launch);
@@ -275,16 +274,16 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       device::synchronize();
       on_device = component::kHarness;
       note_running_component(on_device);
-      const Verdict wv = check_writer_on_device(L, c.dtype, snapshot, expected, cache, hist.buf.get(), hist.views.k,
-                                                hist.views.v, slots, T);
+      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache, hist.buf.get(),
+                                                hist.views.k, hist.views.v, slots, T);
       for (auto& cause : wv.causes) {
         writer_failed = true;
         add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);
       }
-      // What the reader must leave alone: the cache as the writer left it (the reference's, when it passed).
+      // What the reader must leave alone: the cache as the writer left it (snapshot holds the
+      // reference's, equal to it when the writer passed).
       enter_phase(Phase::Check);
       if (writer_failed) snapshot.copy_from(cache);
-      else std::swap(snapshot, expected);
     } else {  // attention: the reference writer puts the context into the cache
       device::reference_write(cache.storage(), cache_map(L, false), cache_map(L, true), hist.buf.get(),
                               view16(hist.views.k), view16(hist.views.v), slots, T, L.geo.block_size);

@@ -52,7 +52,15 @@ DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes)
     : storage_elems_(storage_elems), margin_(margin_bytes), buf_(size_t(storage_elems * 2 + 2 * margin_bytes)) {}
 
 void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed) {
-  device::fill_sentinel(data(), size_bytes());
+  // The views never overlap (make_cache_layout), so when they own as many elements as the
+  // storage has, they own all of it: only the margins need sentinels, the old tokens cover the rest.
+  if (L.key.numel() + L.value.numel() == L.storage_elems) {
+    device::fill_sentinel(data(), size_t(margin_));
+    // The back margin's sentinel continues the arena's byte positions (GuardedArena::sentinel(i)).
+    device::fill_sentinel_at(storage() + storage_elems_ * 2, size_t(margin_), uint64_t(margin_ + storage_elems_ * 2));
+  } else {
+    device::fill_sentinel(data(), size_bytes());
+  }
   const bool bf16 = dtype == DType::BF16;
   device::fill_view16(storage(), view16(L.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys));
   device::fill_view16(storage(), view16(L.value), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldValues));
@@ -91,11 +99,10 @@ DeviceQkv make_device_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, DType 
   return out;
 }
 
-Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const DeviceArena& before, DeviceArena& expected,
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, DeviceArena& expected,
                                const DeviceArena& actual, const void* src, const StridedView& key,
                                const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens) {
   enter_phase(Phase::Reference);
-  expected.copy_from(before);
   device::reference_write(expected.storage(), cache_map(L, false), cache_map(L, true), src, view16(key),
                           view16(value), slot_mapping, num_tokens, L.geo.block_size);
   enter_phase(Phase::Check);
@@ -104,7 +111,11 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const DeviceAr
     pass.max_abs_err = pass.max_rel_err = 0.0;
     return pass;
   }
-  // Something differs: explain it on the host (which elements, whose memory, how wrong).
+  // Something differs: explain it on the host (which elements, whose memory, how wrong). The
+  // cache before the writer is the fill again: it is a pure function of the seed.
+  enter_phase(Phase::AllocFill);
+  DeviceArena before(actual.storage_elems(), actual.margin_bytes());
+  before.fill_cache(L, dtype, data_seed);
   enter_phase(Phase::Copy);
   const GuardedArena b = before.download(), e = expected.download(), a = actual.download();
   enter_phase(Phase::Check);

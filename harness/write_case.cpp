@@ -72,15 +72,18 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   std::mt19937_64 rng(r.data_seed);
   const int64_t T = c.batch_size, H = c.num_kv_heads, D = c.head_size;
   const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
+  // The slots come from the case's mt19937_64 stream after the four draws that seeded its inputs
+  // before they became counter-based: every case keeps the slots it always had.
+  rng.discard(4);
   const auto slots = make_slots(c, g.num_blocks, rng);
 
   const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
   try {
     // The cache, on the device: sentinels everywhere, old tokens in every owned element.
     enter_phase(Phase::AllocFill);
-    DeviceArena cache(L.storage_elems, margin), before(L.storage_elems, margin), expected(L.storage_elems, margin);
+    DeviceArena cache(L.storage_elems, margin), expected(L.storage_elems, margin);
     cache.fill_cache(L, c.dtype, r.data_seed);
-    before.copy_from(cache);
+    expected.copy_from(cache);  // the reference writer's starting point
     // Inputs: K/V of the case's streams in a fused QKV buffer (the query columns are filler).
     enter_phase(Phase::Inputs);
     const DeviceQkv qkv = make_device_qkv(T, c.num_heads, H, D, c.dtype, r.data_seed, rng::kFiller, rng::kKeys,
@@ -104,7 +107,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     on_device = component::kHarness;
     note_running_component(on_device);
 
-    r.v = check_writer_on_device(L, c.dtype, before, expected, cache, qkv_before.get(), qkv.views.k, qkv.views.v,
+    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache, qkv_before.get(), qkv.views.k, qkv.views.v,
                                  static_cast<const int64_t*>(d_slots.get()), T);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.

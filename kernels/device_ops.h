@@ -29,6 +29,8 @@ struct CacheMap {
 /// bytes[i] = GuardedArena::sentinel(i) for i in [0, n): a guarded arena's
 /// margins and unowned storage, position-dependent (harness/arena.h).
 void fill_sentinel(void* bytes, size_t n);
+/// The same for bytes [first, first + n) of an arena whose byte `first` is at `bytes`.
+void fill_sentinel_at(void* bytes, size_t n, uint64_t first);
 /// base[v(i)] = rng::bits16(kind, bf16, key, i) for every logical (row-major)
 /// index i of `v` (kernels/counter_rng.h): the same values the host gets from
 /// the same stream.

@@ -41,11 +41,14 @@ unsigned blocks_for(uint64_t work, uint64_t per_thread = 1) {
   return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((threads + kThreads - 1) / kThreads, kMaxBlocks)));
 }
 
-__global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n) {
+__global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n, uint64_t first) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t c = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; c * kSentinelChunk < n; c += stride) {
     const uint64_t begin = c * kSentinelChunk, end = begin + kSentinelChunk < n ? begin + kSentinelChunk : n;
-    for (uint64_t i = begin; i < end; ++i) b[i] = uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8));
+    for (uint64_t i = begin; i < end; ++i) {
+      const uint64_t pos = first + i;
+      b[i] = uint8_t(0xA5u ^ uint8_t(pos * 0x3Bu) ^ uint8_t(pos >> 8));
+    }
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_sentinel_kernel);
@@ -127,10 +130,12 @@ KVH_DECLARE_BARRIER_FREE(first_difference_kernel);
 
 }  // namespace
 
-void fill_sentinel(void* bytes, size_t n) {
+void fill_sentinel(void* bytes, size_t n) { fill_sentinel_at(bytes, n, 0); }
+
+void fill_sentinel_at(void* bytes, size_t n, uint64_t first) {
   if (!n) return;
-  hipLaunchKernelGGL(fill_sentinel_kernel, dim3(blocks_for(n, kSentinelChunk)), dim3(kThreads), 0, 0, static_cast<uint8_t*>(bytes),
-                     uint64_t(n));
+  hipLaunchKernelGGL(fill_sentinel_kernel, dim3(blocks_for(n, kSentinelChunk)), dim3(kThreads), 0, 0,
+                     static_cast<uint8_t*>(bytes), uint64_t(n), first);
   check_launch("fill_sentinel");
 }
 
