@@ -261,6 +261,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     if (wr) {  // pipeline: the writer under test writes every context token, and is judged first
       enter_phase(Phase::AllocFill);
       snapshot.copy_from(cache);  // the reference writer's starting point
+      enter_phase(Phase::Reference);
+      reference_write_into(snapshot, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T);
       on_device = component::kWriter;
       note_running_component(on_device);
       enter_phase(Phase::Launch);
@@ -274,8 +276,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       device::synchronize();
       on_device = component::kHarness;
       note_running_component(on_device);
-      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache, hist.buf.get(),
-                                                hist.views.k, hist.views.v, slots, T);
+      enter_phase(Phase::Check);
+      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache);
       for (auto& cause : wv.causes) {
         writer_failed = true;
         add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);
@@ -285,8 +287,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       enter_phase(Phase::Check);
       if (writer_failed) snapshot.copy_from(cache);
     } else {  // attention: the reference writer puts the context into the cache
-      device::reference_write(cache.storage(), cache_map(L, false), cache_map(L, true), hist.buf.get(),
-                              view16(hist.views.k), view16(hist.views.v), slots, T, L.geo.block_size);
+      reference_write_into(cache, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T);
       enter_phase(Phase::AllocFill);
       snapshot.copy_from(cache);
     }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -156,6 +157,30 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
 }
 
+// `kvharness bench --suite FILE`: the harness's own speed on a suite, for CI logs (a benchmark,
+// not a test: it never fails on time). The verdicts still decide the exit code.
+int bench_suites_main(const std::vector<std::string>& suites, const std::string& report_dir, RunOptions o,
+                      const Registry& reg) {
+  int worst = kExitPass;
+  for (const auto& suite : suites) {
+    o.case_files = {suite};
+    o.report_dir = report_dir + "/suite-" + std::filesystem::path(suite).stem().string();
+    const Loaded loaded = load_cases(o, reg);
+    o.expectations = loaded.expectations;
+    const std::atomic<int> stop{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, stop);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const Counts n = count(rep);
+    fmt::print("## bench --suite {}\n\n{} cases in {:.2f} s ({:.1f} cases/s) on {} ({}); {} PASS, {} unexpected; "
+               "report {}\n\n{}\n",
+               suite, rep.results.size(), wall, wall > 0 ? double(rep.results.size()) / wall : 0.0, rep.backend,
+               rep.device, n.pass, n.unexpected, o.report_dir, time_profile_markdown(rep, 5));
+    worst = std::max(worst, rep.exit_code);
+  }
+  return worst;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -216,6 +241,10 @@ int cli_main(int argc, char** argv) {
   bench_cmd->add_option("--rotate-mib", bo.rotate_mib,
                         "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
   bench_cmd->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
+  std::vector<std::string> bench_suites;
+  bench_cmd->add_option("--suite", bench_suites,
+                        "instead of the kernel sweep: run this case file as `run` does and report the harness's own "
+                        "speed (wall time, cases per second, time per phase); repeatable");
   bench_cmd->add_option("--provider", o.providers, kProviderHelp);
   std::string cmp_a, cmp_b, cmp_fail_on = "regressions";
   compare::Options co;
@@ -273,6 +302,7 @@ int cli_main(int argc, char** argv) {
     }
     if (*run) return std::nullopt;
     const Registry reg = make_registry(o);
+    if (*bench_cmd && !bench_suites.empty()) return bench_suites_main(bench_suites, bo.report_dir, o, reg);
     if (*bench_cmd) {
       if (bo.quick) {  // explicit options win
         if (!*reps_opt) bo.reps = 5;

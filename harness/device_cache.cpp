@@ -99,13 +99,14 @@ DeviceQkv make_device_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, DType 
   return out;
 }
 
-Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, DeviceArena& expected,
-                               const DeviceArena& actual, const void* src, const StridedView& key,
-                               const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens) {
-  enter_phase(Phase::Reference);
-  device::reference_write(expected.storage(), cache_map(L, false), cache_map(L, true), src, view16(key),
-                          view16(value), slot_mapping, num_tokens, L.geo.block_size);
-  enter_phase(Phase::Check);
+void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
+                          const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens) {
+  device::reference_write(cache.storage(), cache_map(L, false), cache_map(L, true), src, view16(key), view16(value),
+                          slot_mapping, num_tokens, L.geo.block_size);
+}
+
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
+                               const DeviceArena& actual) {
   if (actual.first_difference(expected) < 0) {
     Verdict pass;
     pass.max_abs_err = pass.max_rel_err = 0.0;

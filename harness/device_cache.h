@@ -59,15 +59,20 @@ struct DeviceQkv {
 DeviceQkv make_device_qkv(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size, DType dtype,
                           uint64_t data_seed, uint64_t q_stream, uint64_t k_stream, uint64_t v_stream);
 
-/// Judges a writer's cache on the device. `expected` holds the cache as the
-/// writer found it (the fill of data_seed, copied before the launch); the
-/// reference writer's tokens (key/value views of `src`, slot_mapping on the
-/// device) are applied to it, then `actual` is compared with it. Equal: PASS,
-/// nothing downloaded. Different: the fill is made again as `before`, the
-/// three arenas come to the host and check_write explains the difference
-/// (component "writer"). On return `expected` holds the reference cache.
-Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, DeviceArena& expected,
-                               const DeviceArena& actual, const void* src, const StridedView& key,
-                               const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens);
+/// The reference writer on `cache`: for every token t with slot_mapping[t]
+/// >= 0 (device int64 [num_tokens]), key[t] and value[t] (views [num_tokens,
+/// num_kv_heads, head_size] of the device buffer `src`) go to that slot of L's
+/// K and V caches. Run it before the writer under test: a writer that
+/// scribbles on its inputs must not move the reference with it.
+void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
+                          const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens);
+
+/// Judges a writer's cache on the device: `actual` against `expected` (the
+/// fill of data_seed with reference_write_into applied). Equal: PASS, nothing
+/// downloaded. Different: the fill is made again as `before`, the three
+/// arenas come to the host and check_write explains the difference
+/// (component "writer").
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
+                               const DeviceArena& actual);
 
 }  // namespace kvh

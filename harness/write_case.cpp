@@ -93,6 +93,9 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     enter_phase(Phase::Copy);
     device::Buffer d_slots(std::max<size_t>(slots.size(), 1) * 8);
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
+    enter_phase(Phase::Reference);
+    reference_write_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
+                         static_cast<const int64_t*>(d_slots.get()), T);
 
     on_device = component::kWriter;
     note_running_component(on_device);
@@ -107,8 +110,8 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     on_device = component::kHarness;
     note_running_component(on_device);
 
-    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache, qkv_before.get(), qkv.views.k, qkv.views.v,
-                                 static_cast<const int64_t*>(d_slots.get()), T);
+    enter_phase(Phase::Check);
+    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
     enter_phase(Phase::Check);
