@@ -27,6 +27,8 @@ template <class T> struct DefaultInitAllocator : std::allocator<T> {
   template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
 };
 using ByteBuffer = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
+/// 16-bit elements, same allocator (host copies of inputs for the references).
+using U16Buffer = std::vector<uint16_t, DefaultInitAllocator<uint16_t>>;
 
 class GuardedArena {
  public:

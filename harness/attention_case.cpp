@@ -80,8 +80,8 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
 // Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
 // (tokens sequence by sequence). One sequence at a time on each core: only
 // that sequence's K and V are ever widened to float64.
-reference::RowMatrix reference_out(const Case& c, const Sequences& s, const std::vector<uint16_t>& q,
-                                   const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, double scale) {
+reference::RowMatrix reference_out(const Case& c, const Sequences& s, const U16Buffer& q, const U16Buffer& k,
+                                   const U16Buffer& v, double scale) {
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];

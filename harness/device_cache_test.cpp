@@ -79,7 +79,7 @@ TEST(DeviceCache, DeviceReferenceWriterEqualsTheHostReferenceWriterByteForByte) 
                             view16(qkv.views.v), static_cast<const int64_t*>(d_slots.get()), T, L.geo.block_size);
     const auto key = counter16(DType::BF16, rng::kInput, rng::stream_key(99, rng::kKeys), size_t(T * H * D));
     const auto value = counter16(DType::BF16, rng::kInput, rng::stream_key(99, rng::kValues), size_t(T * H * D));
-    reference::write_cache(L, key, value, slots, host.storage_as<uint16_t>());
+    reference::write_cache(L, {key.begin(), key.end()}, {value.begin(), value.end()}, slots, host.storage_as<uint16_t>());
     const GuardedArena got = dev.download();
     ASSERT_TRUE(got.bytes() == host.bytes()) << to_string(sh.format) << " " << to_string(sh.scheme);
   }

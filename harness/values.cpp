@@ -17,11 +17,16 @@ double decode16(DType dtype, uint16_t bits) {
   return double(float(Eigen::numext::bit_cast<Eigen::bfloat16>(bits)));
 }
 
-std::vector<uint16_t> counter16(DType dtype, int kind, uint64_t key, size_t n) {
-  std::vector<uint16_t> out(n);
+U16Buffer counter16(DType dtype, int kind, uint64_t key, size_t n) {
+  U16Buffer out(n);
   const bool bf16 = dtype == DType::BF16;
   parallel_for(int64_t(n), 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[size_t(i)] = rng::bits16(kind, bf16, key, uint64_t(i));
+    const unsigned per = rng::per_word(kind);
+    uint64_t word = rng::at(key, uint64_t(b) / per);
+    for (int64_t i = b; i < e; ++i) {
+      if (uint64_t(i) % per == 0) word = rng::at(key, uint64_t(i) / per);
+      out[size_t(i)] = rng::bits16_of_word(kind, bf16, word, unsigned(uint64_t(i) % per));
+    }
   });
   return out;
 }

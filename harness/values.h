@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "arena.h"
 #include "case.h"
 
 namespace kvh {
@@ -16,7 +17,8 @@ double decode16(DType dtype, uint16_t bits);
 /// Elements [0, n) of the counter-based stream `key` (kernels/counter_rng.h,
 /// rng::kInput or rng::kOldToken), computed on all cores: the same values a
 /// device fill of that stream writes, element i of the logical tensor first.
-std::vector<uint16_t> counter16(DType dtype, int kind, uint64_t key, size_t n);
+/// The buffer is not zero-filled first: the parallel fill is its first touch.
+U16Buffer counter16(DType dtype, int kind, uint64_t key, size_t n);
 /// FNV-1a of a string: per-case data seeds derived from case ids.
 uint64_t hash_seed(const std::string& s, uint64_t seed);
 

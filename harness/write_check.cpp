@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
+#include "parallel.h"
 #include "values.h"
 #include "views.h"
 
@@ -22,32 +24,59 @@ Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& befor
   }
   const int64_t margin_elems = actual.margin_bytes() / 2;
   const int64_t total = int64_t(a.size()) / 2;
-  int64_t out_of_view = 0, mismatched = 0, unwritten = 0;
-  int64_t first_oov = 0, worst_elem = 0;
-  double worst_abs = -1, worst_rel = 0;
-  // Which storage elements the views own: one pass over each view, not a search per differing element.
+  // Which storage elements the views own: one pass over each view (split on its outermost dim
+  // across the host's cores), not a search per differing element.
   std::vector<uint8_t> owned(size_t(L.storage_elems), 0);
-  for_each_offset(L.key, [&](int64_t off) { owned[size_t(off)] = 1; });
-  for_each_offset(L.value, [&](int64_t off) { owned[size_t(off)] = 1; });
-  for (int64_t i = 0; i < total; ++i) {
-    if (std::memcmp(&a[size_t(i * 2)], &e[size_t(i * 2)], 2) == 0) continue;
-    const int64_t el = i - margin_elems;  // storage element index
-    if (el < 0 || el >= L.storage_elems || !owned[size_t(el)]) {
-      if (out_of_view++ == 0) first_oov = el;
-      continue;
+  for (const StridedView* view : {&L.key, &L.value})
+    parallel_for(view->shape[0], 1, [&](int64_t begin, int64_t end) {
+      StridedView part = *view;
+      part.shape[0] = end - begin;
+      part.offset += begin * view->stride[0];
+      for_each_offset(part, [&](int64_t off) { owned[size_t(off)] = 1; });
+    });
+  // Elements of the arena in chunks, each chunk tallied on its own, merged in order (the
+  // first out-of-view element and the first worst element stay the first).
+  struct Tally {
+    int64_t out_of_view = 0, mismatched = 0, unwritten = 0, first_oov = -1, worst_elem = 0;
+    double worst_abs = -1, worst_rel = 0;
+  };
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<Tally> tallies(size_t((total + kChunk - 1) / kChunk));
+  parallel_for(int64_t(tallies.size()), 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      Tally& t = tallies[size_t(c)];
+      const int64_t begin = c * kChunk, end = std::min(total, begin + kChunk);
+      if (std::memcmp(&a[size_t(begin * 2)], &e[size_t(begin * 2)], size_t(end - begin) * 2) == 0) continue;
+      for (int64_t i = begin; i < end; ++i) {
+        if (std::memcmp(&a[size_t(i * 2)], &e[size_t(i * 2)], 2) == 0) continue;
+        const int64_t el = i - margin_elems;  // storage element index
+        if (el < 0 || el >= L.storage_elems || !owned[size_t(el)]) {
+          if (t.out_of_view++ == 0) t.first_oov = el;
+          continue;
+        }
+        const uint16_t got = actual.elem16(el), want = expected.elem16(el);
+        // An element the reference changed that still holds its old value was never written. (One it
+        // did not change cannot be unwritten: want == old there, and got differs from want.)
+        if (got == before.elem16(el)) ++t.unwritten;
+        else ++t.mismatched;
+        const double g = decode16(dtype, got), w = decode16(dtype, want);
+        const double abs_err = std::isfinite(g) ? std::fabs(g - w) : INFINITY;
+        if (abs_err > t.worst_abs) {
+          t.worst_abs = abs_err;
+          t.worst_rel = abs_err / std::max(std::fabs(w), 1e-30);
+          t.worst_elem = el;
+        }
+      }
     }
-    const uint16_t got = actual.elem16(el), want = expected.elem16(el);
-    // An element the reference changed that still holds its old value was never written. (One it
-    // did not change cannot be unwritten: want == old there, and got differs from want.)
-    if (got == before.elem16(el)) ++unwritten;
-    else ++mismatched;
-    const double g = decode16(dtype, got), w = decode16(dtype, want);
-    double abs_err = std::isfinite(g) ? std::fabs(g - w) : INFINITY;
-    if (abs_err > worst_abs) {
-      worst_abs = abs_err;
-      worst_rel = abs_err / std::max(std::fabs(w), 1e-30);
-      worst_elem = el;
-    }
+  });
+  int64_t out_of_view = 0, mismatched = 0, unwritten = 0, first_oov = 0, worst_elem = 0;
+  double worst_abs = -1, worst_rel = 0;
+  for (const Tally& t : tallies) {
+    if (t.out_of_view && out_of_view == 0) first_oov = t.first_oov;
+    out_of_view += t.out_of_view;
+    mismatched += t.mismatched;
+    unwritten += t.unwritten;
+    if (t.worst_abs > worst_abs) worst_abs = t.worst_abs, worst_rel = t.worst_rel, worst_elem = t.worst_elem;
   }
   v.status = Status::Fail;
   v.bad_elements = out_of_view + mismatched + unwritten;

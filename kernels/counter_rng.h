@@ -48,19 +48,28 @@ KVH_HOST_DEVICE inline uint64_t stream_key(uint64_t data_seed, uint64_t stream) 
 ///              slots): finite, non-zero, magnitudes 2^-5..2^5
 enum Kind : int { kInput = 0, kOldToken = 1 };
 
-/// Element `i` of a stream, as f16 bits (bf16 false) or bf16 bits (bf16 true).
-/// One random word serves 4 old-token elements or 2 input elements (16 and 32
-/// of its bits): the fills of multi-gigabyte caches are bound by this hash.
-KVH_HOST_DEVICE inline uint16_t bits16(int kind, bool bf16, uint64_t key, uint64_t i) {
+/// Elements per random word: 4 old-token elements or 2 input elements (16
+/// and 32 of its bits): the fills of multi-gigabyte caches are bound by the hash.
+KVH_HOST_DEVICE inline unsigned per_word(int kind) { return kind == kOldToken ? 4u : 2u; }
+
+/// Element `lane` (< per_word(kind)) of random word `w`, as f16 bits (bf16
+/// false) or bf16 bits (bf16 true).
+KVH_HOST_DEVICE inline uint16_t bits16_of_word(int kind, bool bf16, uint64_t w, unsigned lane) {
   if (kind == kOldToken) {
-    const unsigned r = unsigned(at(key, i >> 2) >> ((i & 3u) * 16)) & 0xFFFFu;
+    const unsigned r = unsigned(w >> (lane * 16)) & 0xFFFFu;
     const unsigned sign = (r >> 15) << 15, e = ((r >> 10) & 31u) % 11u;  // 2^-5 .. 2^5
     return bf16 ? uint16_t(sign | ((e + 122u) << 7) | (r & 0x7Fu)) : uint16_t(sign | ((e + 10u) << 10) | (r & 0x3FFu));
   }
-  const unsigned r = unsigned(at(key, i >> 1) >> ((i & 1u) * 32));
+  const unsigned r = unsigned(w >> (lane * 32));
   const unsigned sign = (r >> 31) << 15;
   const unsigned tz = ctz32(((r >> 10) & 0x3FFFu) | 0x4000u);  // geometric exponent, capped at 14
   return bf16 ? uint16_t(sign | ((127u - tz) << 7) | (r & 0x7Fu)) : uint16_t(sign | ((15u - tz) << 10) | (r & 0x3FFu));
+}
+
+/// Element `i` of a stream, as f16 bits (bf16 false) or bf16 bits (bf16 true).
+KVH_HOST_DEVICE inline uint16_t bits16(int kind, bool bf16, uint64_t key, uint64_t i) {
+  const unsigned per = per_word(kind);
+  return bits16_of_word(kind, bf16, at(key, i / per), unsigned(i % per));
 }
 
 /// The streams of one case (stream_key's second argument).

@@ -53,23 +53,29 @@ __global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n, uint64_t first) {
 }
 KVH_DECLARE_BARRIER_FREE(fill_sentinel_kernel);
 
-// One thread per row of the two innermost dims: the index arithmetic of the
-// outer dims is paid once per row, not once per element.
-__global__ void fill_view16_kernel(uint16_t* base, View16 v, uint64_t rows, int kind, int bf16, uint64_t key) {
+// A work item is the `inner` innermost dims of the view (host: a row of the
+// two innermost, so the outer index arithmetic is paid once per row; GPU: one
+// element, so neighbouring threads write neighbouring elements).
+__global__ void fill_view16_kernel(uint16_t* base, View16 v, int inner, uint64_t items, int kind, int bf16,
+                                   uint64_t key) {
   const int nd = v.ndim;
-  const int64_t n1 = v.shape[nd - 1], n2 = nd >= 2 ? v.shape[nd - 2] : 1;
+  const int64_t n1 = inner >= 1 ? v.shape[nd - 1] : 1, n2 = inner >= 2 ? v.shape[nd - 2] : 1;
   const int64_t s1 = v.stride[nd - 1], s2 = nd >= 2 ? v.stride[nd - 2] : 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < items; r += stride) {
     int64_t off = v.offset, rest = int64_t(r);
-    for (int d = nd - 3; d >= 0; --d) {
+    for (int d = nd - 1 - inner; d >= 0; --d) {
       off += (rest % v.shape[d]) * v.stride[d];
       rest /= v.shape[d];
     }
-    const uint64_t first = r * uint64_t(n1 * n2);
+    // One random word serves per_word consecutive logical elements.
+    const unsigned per = rng::per_word(kind);
+    uint64_t idx = r * uint64_t(n1 * n2), word = rng::at(key, idx / per);
     for (int64_t a = 0; a < n2; ++a)
-      for (int64_t b = 0; b < n1; ++b)
-        base[off + a * s2 + b * s1] = rng::bits16(kind, bf16 != 0, key, first + uint64_t(a * n1 + b));
+      for (int64_t b = 0; b < n1; ++b, ++idx) {
+        if (idx % per == 0) word = rng::at(key, idx / per);
+        base[off + a * s2 + b * s1] = rng::bits16_of_word(kind, bf16 != 0, word, unsigned(idx % per));
+      }
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_view16_kernel);
@@ -79,26 +85,56 @@ __device__ inline int64_t map_offset(const CacheMap& m, int64_t b, int64_t h, in
          (d % m.xd) * m.sd_lo;
 }
 
-// One thread per (token, kv head): a row of head_size elements.
+// A work item is (token, kv head, dim) on a GPU, (token, kv head) with its
+// head_size dims on the host (dims = 1 or head_size).
 __global__ void reference_write_kernel(uint16_t* storage, CacheMap km, CacheMap vm, const uint16_t* src, View16 k,
-                                       View16 v, const int64_t* slots, int64_t rows, int64_t block_size) {
+                                       View16 v, const int64_t* slots, int64_t items, int64_t dims,
+                                       int64_t block_size) {
   const int64_t heads = k.shape[1], hd = k.shape[2];
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < uint64_t(rows); r += stride) {
-    const int64_t t = int64_t(r) / heads, h = int64_t(r) % heads;
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < uint64_t(items); r += stride) {
+    const int64_t row = int64_t(r) / (hd / dims), d0 = int64_t(r) % (hd / dims) * dims;
+    const int64_t t = row / heads, h = row % heads;
     const int64_t slot = slots[t];
     if (slot < 0) continue;
     const int64_t blk = slot / block_size, tok = slot % block_size;
-    for (int64_t d = 0; d < hd; ++d) {
-      storage[map_offset(km, blk, h, tok, d)] = src[k.offset + t * k.stride[0] + h * k.stride[1] + d * k.stride[2]];
-      storage[map_offset(vm, blk, h, tok, d)] = src[v.offset + t * v.stride[0] + h * v.stride[1] + d * v.stride[2]];
+    if (dims == 1) {
+      storage[map_offset(km, blk, h, tok, d0)] = src[k.offset + t * k.stride[0] + h * k.stride[1] + d0 * k.stride[2]];
+      storage[map_offset(vm, blk, h, tok, d0)] = src[v.offset + t * v.stride[0] + h * v.stride[1] + d0 * v.stride[2]];
+      continue;
+    }
+    // A whole row (the host): the token's part of the offset once, the dims without divisions.
+    const uint16_t* ks = src + k.offset + t * k.stride[0] + h * k.stride[1];
+    const uint16_t* vs = src + v.offset + t * v.stride[0] + h * v.stride[1];
+    for (int m = 0; m < 2; ++m) {
+      const CacheMap& c = m ? vm : km;
+      const uint16_t* from = m ? vs : ks;
+      const int64_t sd = m ? v.stride[2] : k.stride[2];
+      uint16_t* row = storage + map_offset(c, blk, h, tok, 0);
+      for (int64_t hi = 0, d = 0; hi < hd / c.xd; ++hi)
+        for (int64_t lo = 0; lo < c.xd; ++lo, ++d) row[hi * c.sd_hi + lo * c.sd_lo] = from[d * sd];
     }
   }
 }
 KVH_DECLARE_BARRIER_FREE(reference_write_kernel);
 
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+// Grid-stride over 8-byte words (coalesced); the smallest differing byte
+// index wins through atomicMin. *first starts at ~0 (none).
+__global__ void first_difference_kernel(const uint8_t* a, const uint8_t* b, uint64_t n, unsigned long long* first) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x, words = n / 8;
+  for (uint64_t w = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; w <= words; w += stride) {
+    const uint64_t begin = w * 8, end = begin + 8 < n ? begin + 8 : n;
+    for (uint64_t i = begin; i < end; ++i)
+      if (a[i] != b[i]) {
+        atomicMin(first, (unsigned long long)i);
+        break;
+      }
+  }
+}
+#else
 // Thread i scans its own contiguous chunk of 8-byte words and records the
-// first differing word in it (or -1): no atomics, the host takes the first.
+// first differing byte in it (or -1): no atomics, the host takes the first.
 __global__ void first_difference_kernel(const uint8_t* a, const uint8_t* b, uint64_t n, uint64_t chunk,
                                         int64_t* first) {
   const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -126,6 +162,7 @@ __global__ void first_difference_kernel(const uint8_t* a, const uint8_t* b, uint
       }
   first[tid] = found;
 }
+#endif
 KVH_DECLARE_BARRIER_FREE(first_difference_kernel);
 
 }  // namespace
@@ -144,6 +181,9 @@ void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t k
   const int64_t n = view.numel();
   if (n == 0) return;
   View16 v = view;
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  const int inner = 0;
+#else
   if (v.ndim == 1) {  // one long row would be one thread's: cut it into rows of up to 4096
     int64_t cols = 4096;
     while (n % cols) cols /= 2;
@@ -151,10 +191,11 @@ void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t k
     v.shape[0] = n / cols, v.shape[1] = cols;
     v.stride[1] = view.stride[0], v.stride[0] = cols * view.stride[0];
   }
-  const int64_t inner = v.shape[v.ndim - 1] * (v.ndim >= 2 ? v.shape[v.ndim - 2] : 1);
-  const uint64_t rows = uint64_t(n / inner);
-  hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(rows)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base), v,
-                     rows, kind, int(bf16), key);
+  const int inner = 2;
+#endif
+  const uint64_t items = uint64_t(n / (inner ? v.shape[v.ndim - 1] * v.shape[v.ndim - 2] : 1));
+  hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(items)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base), v,
+                     inner, items, kind, int(bf16), key);
   check_launch("fill_view16");
 }
 
@@ -162,16 +203,35 @@ void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_c
                      const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
                      int64_t block_size) {
   if (key.ndim != 3 || value.ndim != 3) throw std::invalid_argument("reference_write: key/value views of 3 dims");
-  const int64_t rows = num_tokens * key.shape[1];
-  if (rows == 0) return;
-  hipLaunchKernelGGL(reference_write_kernel, dim3(blocks_for(uint64_t(rows))), dim3(kThreads), 0, 0,
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  const int64_t dims = 1;
+#else
+  const int64_t dims = key.shape[2];
+#endif
+  const int64_t items = num_tokens * key.shape[1] * key.shape[2] / dims;
+  if (items == 0) return;
+  hipLaunchKernelGGL(reference_write_kernel, dim3(blocks_for(uint64_t(items))), dim3(kThreads), 0, 0,
                      static_cast<uint16_t*>(storage), k_cache, v_cache, static_cast<const uint16_t*>(src), key, value,
-                     slot_mapping, rows, block_size);
+                     slot_mapping, items, dims, block_size);
   check_launch("reference_write");
 }
 
 int64_t first_difference(const void* a, const void* b, size_t n) {
   if (!n) return -1;
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  Buffer d_first(8);
+  unsigned long long none = ~0ull;
+  d_first.upload(&none, 8);
+  hipLaunchKernelGGL(first_difference_kernel, dim3(blocks_for(n / 8 + 1)), dim3(kThreads), 0, 0,
+                     static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), uint64_t(n),
+                     static_cast<unsigned long long*>(d_first.get()));
+  check_launch("first_difference");
+  // The download waits for the kernel (same stream) and reports its failure: no synchronize
+  // of our own, so testing::inject_fault's count stays the kernels under test's.
+  unsigned long long first = 0;
+  d_first.download(&first, 8);
+  return first == ~0ull ? -1 : int64_t(first);
+#else
   const unsigned blocks = unsigned(std::min<uint64_t>(64, kMaxBlocks));
   const uint64_t threads = uint64_t(blocks) * kThreads;
   const uint64_t chunk = std::max<uint64_t>(1, (n / 8 + threads - 1) / threads);
@@ -179,13 +239,12 @@ int64_t first_difference(const void* a, const void* b, size_t n) {
   hipLaunchKernelGGL(first_difference_kernel, dim3(blocks), dim3(kThreads), 0, 0, static_cast<const uint8_t*>(a),
                      static_cast<const uint8_t*>(b), uint64_t(n), chunk, static_cast<int64_t*>(d_first.get()));
   check_launch("first_difference");
-  // The download waits for the kernel (same stream) and reports its failure: no synchronize
-  // of our own, so testing::inject_fault's count stays the kernels under test's.
   std::vector<int64_t> first(threads);
   d_first.download(first.data(), threads * 8);
   for (int64_t f : first)
     if (f >= 0) return f;
   return -1;
+#endif
 }
 
 }  // namespace kvh::device
