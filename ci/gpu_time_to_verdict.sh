@@ -30,11 +30,11 @@ timed() {  # timed NAME CMD...: runs CMD, logs it, appends "NAME: S s (rc R)" to
   local name=$1
   shift
   local t0 t1 rc
-  t0=$(date +%s.%N)
+  t0=$EPOCHREALTIME
   "$@" >>"$LOG" 2>&1
   rc=$?
-  t1=$(date +%s.%N)
-  printf -- '- %s: %.2f s (rc %d)\n' "$name" "$(echo "$t1 - $t0" | bc)" "$rc" | tee -a "$MD"
+  t1=$EPOCHREALTIME
+  printf -- '- %s: %s s (rc %d)\n' "$name" "$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")" "$rc" | tee -a "$MD"
 }
 echo "## device helpers' tests" >>"$LOG"
 timed "harness_test DeviceCache/Parallel on the GPU" build/cuda/harness/harness_test --gtest_filter='DeviceCache.*:Parallel.*:Phases.*'
