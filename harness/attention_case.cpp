@@ -213,15 +213,16 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens, NKV = c.num_kv_heads;
   const double scale = 1.0 / std::sqrt(double(HD));
 
-  // 4. The logical inputs on the host, for the reference: the same counter-based
-  // streams the device fills its buffers from. The reference then runs on the
-  // host's cores while the device works.
-  enter_phase(Phase::Inputs);
-  const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(r.data_seed, rng::kKeys), size_t(T * NKV * HD));
-  const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(r.data_seed, rng::kValues), size_t(T * NKV * HD));
-  const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(r.data_seed, rng::kQueries), size_t(S * NH * HD));
+  // 4. The reference, on the host's cores while the device works: it makes its own copies
+  // of the logical inputs from the same counter-based streams the device fills its
+  // buffers from, and widens them to float64 one sequence at a time.
   reference::RowMatrix ref;
-  std::future<void> ref_done = run_async([&] { ref = reference_out(c, s, query, key, value, scale); });
+  std::future<void> ref_done = run_async([&, seed = r.data_seed] {
+    const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
+    const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
+    const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
+    ref = reference_out(c, s, query, key, value, scale);
+  });
   struct Join {  // every return waits for it: it reads this frame's locals
     std::future<void>& f;
     ~Join() {

@@ -64,6 +64,9 @@ class Buffer {
   size_t size() const { return bytes_; }
   void upload(const void* host, size_t bytes);
   void download(void* host, size_t bytes) const;
+  /// Bytes [offset, offset + bytes) of the buffer to `host` (callable from
+  /// several host threads at once: pageable copies are staged by the host).
+  void download_range(void* host, size_t offset, size_t bytes) const;
 
  private:
   void* ptr_ = nullptr;

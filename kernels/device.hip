@@ -154,6 +154,10 @@ void Buffer::upload(const void* host, size_t bytes) { check(hipMemcpy(ptr_, host
 void Buffer::download(void* host, size_t bytes) const {
   check(hipMemcpy(host, ptr_, bytes, hipMemcpyDeviceToHost), "hipMemcpy D2H");
 }
+void Buffer::download_range(void* host, size_t offset, size_t bytes) const {
+  if (offset + bytes > bytes_) throw Error("download_range past the end of the buffer");
+  check(hipMemcpy(host, static_cast<const uint8_t*>(ptr_) + offset, bytes, hipMemcpyDeviceToHost), "hipMemcpy D2H");
+}
 
 void synchronize() {
   if (g_fault_countdown > 0 && --g_fault_countdown == 0) {
