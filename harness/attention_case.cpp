@@ -14,6 +14,7 @@
 #include "device.h"
 #include "router.h"
 #include "tolerance.h"
+#include "value_dist.h"
 #include "values.h"
 #include "views.h"
 #include "write_check.h"
@@ -181,6 +182,15 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       return r;
     }
   }
+  // The route the case file states (expect_routed_to): another one is a misroute even when that kernel can run it.
+  if (misroute.empty() && !c.router_policy.empty() && !c.expect_routed_to.empty() && reader != c.expect_routed_to) {
+    misroute = fmt::format("router {} sent the case to {} ({}); the case file expects {}", c.router_policy, reader,
+                           r.route_reason, c.expect_routed_to);
+    if (!wr && !options.launch_misrouted) {
+      add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
+      return r;
+    }
+  }
 
   // 3. The cache and the sequences.
   std::mt19937_64 rng(r.data_seed);
@@ -197,9 +207,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   fill_old_tokens(L, cache, c.dtype, rng());
 
   const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens;
-  const auto key = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
-  const auto value = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
-  const std::vector<uint16_t> query_logical = random16(c.dtype, size_t(S * NH * HD), rng);
+  auto key = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
+  auto value = random16(c.dtype, size_t(T * c.num_kv_heads * HD), rng);
+  std::vector<uint16_t> query_logical = random16(c.dtype, size_t(S * NH * HD), rng);
+  shape_values(c, s.context_lens, query_logical, key, value);  // the `values` axis (value_dist.h)
   if (c.kind == CaseKind::Attention) reference::write_cache(L, key, value, s.slots, cache.storage_as<uint16_t>());
 
   // The query is a view into a fused QKV buffer of the decode step (one token a sequence).
@@ -304,7 +315,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
 
     // 4. The reader's checks, strongest first.
     const reference::RowMatrix ref = reference_out(c, s, query_logical, key, value, scale);
-    const Tolerance tol = attention_tolerance(c.dtype);
+    Tolerance tol = attention_tolerance(c.dtype);
+    tol.atol *= value_scale(c);  // large values: the tolerance relative to V's magnitude (value_dist.h)
     int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
     double max_abs = 0, max_rel = 0;
     const uint16_t* o = out_after.storage_as<uint16_t>();

@@ -63,6 +63,25 @@ std::string canonical_policy(const std::string& policy);
 /// Its FAILs are expected and do not change kvharness's exit code.
 bool is_regression_fixture(const std::string& policy);
 
+/// A routing rule: the reader for `in` and why (RouteDecision::policy is filled in by route()).
+/// `in` has been validated by route(). Must not throw for valid input.
+using RuleFn = RouteDecision (*)(const RouteInput& in);
+
+/// A policy beside the built-in ones (a planted policy of the mutation test,
+/// kernels/testing/planted_routers.cpp). `fixture`: known to misroute on
+/// purpose (its misroutes are expected failures, like aiter-pre-b4885d2).
+/// Throws std::invalid_argument when the name is empty or already taken.
+/// Process-wide; not thread-safe against concurrent route() calls.
+void add_policy(const std::string& name, RuleFn rule, bool fixture = false);
+
+/// Runs policy `real` (a name or alias) with the rule of policy `with` from now
+/// on, e.g. substitute_policy("aiter-b4885d2", "aiter-pre-b4885d2"): every case
+/// that names `real` keeps its id, its expectations and its non-fixture status
+/// (a misroute is then an unexpected failure), but is routed by `with`'s rule.
+/// This is `kvharness run --replace-router REAL=WITH`. Throws
+/// std::invalid_argument for an unknown name. Process-wide, like add_policy.
+void substitute_policy(const std::string& real, const std::string& with);
+
 /// Compute units of a named target, for routing what-ifs: MI210 104, MI250X
 /// 110 (per device: one of its two dies), MI300X 304, MI325X 304, MI355X 256
 /// (AMD specifications). Throws std::invalid_argument
