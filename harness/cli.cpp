@@ -139,9 +139,13 @@ Registry make_registry(const RunOptions& o) {
     }
     for (const auto& r : o.replace_routers) {
       const auto [real, with] = split_replacement("--replace-router", r);
-      routing::substitute_policy(real, with);
+      try {
+        routing::substitute_policy(real, with);
+      } catch (const std::invalid_argument& e) {
+        throw OptionError("--replace-router " + r + ": " + e.what());
+      }
     }
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::invalid_argument& e) {  // Registry::replace names the option itself
     throw OptionError(e.what());
   }
   return reg;

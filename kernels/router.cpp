@@ -68,20 +68,25 @@ CacheDtype parse_cache_dtype(const std::string& s) {
   throw std::invalid_argument("unknown cache dtype '" + s + "'; known: fp16, bf16, fp8, int8");
 }
 
-const std::vector<std::string>& policy_names() {
-  static std::vector<std::string> names;
-  names.clear();
-  for (const auto& p : policies()) {
-    names.push_back(p.name);
-    if (!p.alias.empty()) names.push_back(p.alias);
-  }
+namespace {
+std::vector<std::string>& names_list() {
+  static std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& p : policies()) v.push_back(p.name), v.push_back(p.alias);
+    return v;
+  }();
   return names;
 }
+}  // namespace
+
+const std::vector<std::string>& policy_names() { return names_list(); }
 
 void add_policy(const std::string& name, RuleFn rule, bool fixture) {
   if (name.empty() || !rule) throw std::invalid_argument("add_policy: a policy needs a name and a rule");
   if (find_policy(name)) throw std::invalid_argument("add_policy: policy '" + name + "' already exists");
+  names_list();  // the built-ins first
   policies().push_back(Policy{name, "", rule, fixture});
+  names_list().push_back(name);
 }
 
 void substitute_policy(const std::string& real, const std::string& with) {

@@ -11,7 +11,9 @@
 //   "aiter-b4885d2"        (alias "aiter-v0.1.12") the same, but head_size !=
 //                          128 goes to paged_attention_rocm first.
 // Source: aiter aiter/ops/attention.py, _should_use_asm_kernel() called by
-// paged_attention_common. Pure host code; no kernel is launched.
+// paged_attention_common. Pure host code; no kernel is launched. Tests add
+// planted policies (add_policy) and run one policy's cases under another's
+// rule (substitute_policy, `kvharness run --replace-router`).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -53,7 +55,8 @@ struct RouteDecision {
 RouteDecision route(const std::string& policy, const RouteInput& in);
 
 /// Every accepted policy name, oldest first, each canonical name followed by
-/// its alias: {"aiter-pre-b4885d2", "aiter-v0.1.10.post3", "aiter-b4885d2", "aiter-v0.1.12"}.
+/// its alias: {"aiter-pre-b4885d2", "aiter-v0.1.10.post3", "aiter-b4885d2", "aiter-v0.1.12"},
+/// then any add_policy() names. add_policy() may invalidate the reference's iterators.
 const std::vector<std::string>& policy_names();
 /// The canonical name of a policy or alias ("aiter-v0.1.12" -> "aiter-b4885d2"); "" if unknown.
 std::string canonical_policy(const std::string& policy);
