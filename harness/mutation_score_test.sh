@@ -31,6 +31,15 @@ if [[ $rc != 0 ]]; then
   echo "FAIL: the unmodified suite does not pass (exit $rc, see $out/baseline.log)"
   exit 1
 fi
+# Controls: a substitution by itself fails nothing (each kernel and the router in
+# place of itself, on the routed cases), and a bad substitution is an input error.
+rc=$(run "$out/identity" "router_policy=aiter-v0.1.12|aiter-b4885d2" --fail-fast \
+     --replace-kernel paged_attention_rocm=paged_attention_rocm --replace-kernel pa_fwd_asm=pa_fwd_asm \
+     --replace-router aiter-b4885d2=aiter-b4885d2)
+[[ $rc == 0 ]] || { echo "FAIL: identity substitutions fail the routed cases (exit $rc, $out/identity.log)"; exit 1; }
+rc=$(run "$out/bad-option" "" --replace-kernel reshape_and_cache=planted_swaps_kv)
+[[ $rc == 2 ]] || { echo "FAIL: a pa_v1 writer replaced by a flash one is not an input error (exit $rc)"; exit 1; }
+
 declare -A empty=()
 while IFS=$'\t' read -r kind real planted filters bug; do
   IFS=';' read -ra fs <<<"$filters"
