@@ -15,7 +15,7 @@
 set -u
 bin=$1 cases=$2 out=$3 only=${4:-*}
 mkdir -p "$out"
-mutants=$("$bin" --list-mutants) || { echo "FAIL: --list-mutants: a mutant is not registered"; exit 1; }
+mutants=$("$bin" --list-mutants) || { echo "FAIL: --list-mutants: a mutant is not registered, or a planted kernel is not a mutant"; exit 1; }
 start=$SECONDS
 
 run() {  # run REPORT_DIR FILTER [replacement args...]; echoes the exit code

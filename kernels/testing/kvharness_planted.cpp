@@ -10,7 +10,9 @@
 //       (the cases that name it, and the router cases that may pick it)
 //   kvharness_planted run ... --replace-kernel REAL=PLANTED | --replace-router REAL=PLANTED
 //       anything else goes to kvharness's own command line
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <cstring>
 #include <string>
 
@@ -72,6 +74,14 @@ const Mutant kMutants[] = {
     {"router", "aiter-b4885d2", "planted_router_seqs_only", ""},
 };
 
+// Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
+// so that a planted bug cannot be added without the mutation test running it).
+const char* const kNotMutants[] = {
+    "planted_wild_write",               // a fault: the runner's crash test
+    "planted_hangs",                    // a hang: the runner's watchdog test
+    "planted_missing_softmax_barrier",  // a race only --random-order exposes (planted_readers_test)
+};
+
 // The planted kernel's or policy's one-line description.
 std::string bug_of(const kvh::Registry& reg, const Mutant& m) {
   if (std::strcmp(m.kind, "router") == 0) {
@@ -104,6 +114,23 @@ int main(int argc, char** argv) {
       std::string filters = m.filters;
       if (filters.empty() || filters.back() == ';') filters += kRouted;
       std::printf("%s\t%s\t%s\t%s\t%s\n", m.kind, m.real, m.planted, filters.c_str(), bug.c_str());
+    }
+    for (const auto& name : reg.names()) {
+      if (reg.origin(name) != "planted") continue;
+      bool listed = std::any_of(std::begin(kNotMutants), std::end(kNotMutants), [&](const char* n) { return name == n; });
+      for (const Mutant& m : kMutants) listed |= name == m.planted;
+      if (!listed) {
+        std::fprintf(stderr, "kvharness_planted: planted kernel %s is neither a mutant nor in kNotMutants\n", name.c_str());
+        ++missing;
+      }
+    }
+    for (const auto& p : kvh::testing::planted_routers()) {
+      bool listed = false;
+      for (const Mutant& m : kMutants) listed |= std::string(p.name) == m.planted;
+      if (!listed) {
+        std::fprintf(stderr, "kvharness_planted: planted policy %s is not a mutant\n", p.name);
+        ++missing;
+      }
     }
     return missing ? 1 : 0;
   }
