@@ -7,6 +7,9 @@
 #
 #   mutation_score_test.sh KVHARNESS_PLANTED CASE_FILE OUT_DIR [NAME_GLOB]
 #
+# cpu backend, wavefront 64 (CTest sets KVH_WAVE_SIZE=64): the planted 32-lane
+# reduction trees are bugs only on 64-lane wavefronts.
+#
 # Each mutant runs only the cases that can reach its real counterpart (the
 # FILTERS column: the cases that name it, and the routed cases), one filter
 # after another until one fails: the other cases cannot see the bug, so the
