@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "case_file.h"
+#include "planted_routers.h"
 #include "router.h"
 
 namespace kvh {
@@ -31,6 +33,48 @@ TEST(RouteBoundaries, TheDecisionFlipsExactlyBetweenAtAndAbove) {
         EXPECT_EQ(reader(b[1]), routing::kRocmReader) << policy << " " << heads << " " << target;
         EXPECT_EQ(reader(b[2]), routing::kAsmReader) << policy << " " << heads << " " << target;
       }
+}
+
+}  // namespace
+}  // namespace kvh
+
+namespace kvh {
+namespace {
+
+// The committed suites state the route of every router case, and each stated
+// route is what the policy's rule gives (the hand derivation in the case files
+// agrees with kernels/router).
+TEST(StatedRoutes, EveryRouterCaseOfTheCommittedSuitesStatesTheRouteItsPolicyGives) {
+  for (const char* file : {"default.toml", "seed-pr.toml"}) {
+    const auto cases = load_case_file(std::string(KVH_CASES_DIR) + "/" + file);
+    int routed = 0;
+    for (const Case& c : cases) {
+      if (c.router_policy.empty()) continue;
+      ++routed;
+      ASSERT_FALSE(c.expect_routed_to.empty()) << file << ": " << c.id() << " states no route";
+      routing::RouteInput in{c.batch_size, c.num_heads, c.head_size,
+                             c.dtype == DType::F16 ? routing::CacheDtype::fp16 : routing::CacheDtype::bf16,
+                             c.high_precision, *target_compute_units_of(c.target)};
+      EXPECT_EQ(c.expect_routed_to, routing::route(c.router_policy, in).reader) << file << ": " << c.id();
+    }
+    EXPECT_GT(routed, 0) << file;
+  }
+}
+
+// The check above can fail: under a planted rule whose threshold moved from > to >=, the
+// default suite's boundary cases state routes the rule does not give.
+TEST(StatedRoutes, APlantedThresholdDisagreesWithTheDefaultSuitesStatedRoutes) {
+  testing::register_planted_routers();
+  routing::substitute_policy("aiter-b4885d2", "planted_router_ge_threshold");
+  int disagree = 0;
+  for (const Case& c : load_case_file(std::string(KVH_CASES_DIR) + "/default.toml")) {
+    if (c.router_policy.empty()) continue;
+    routing::RouteInput in{c.batch_size, c.num_heads, c.head_size, routing::CacheDtype::bf16, c.high_precision,
+                           *target_compute_units_of(c.target)};
+    disagree += c.expect_routed_to != routing::route(c.router_policy, in).reader;
+  }
+  routing::substitute_policy("aiter-b4885d2", "aiter-b4885d2");
+  EXPECT_GT(disagree, 0);
 }
 
 }  // namespace
