@@ -35,8 +35,9 @@ if [[ $rc != 0 ]]; then
   exit 1
 fi
 # Controls: a substitution by itself fails nothing (each kernel and the router in
-# place of itself, on the routed cases), and a bad substitution is an input error.
-rc=$(run "$out/identity" "router_policy=aiter-v0.1.12|aiter-b4885d2" --fail-fast \
+# place of itself, on a slice of the routed cases that reaches both readers), and a
+# bad substitution is an input error.
+rc=$(run "$out/identity" "router_policy=aiter-v0.1.12|aiter-b4885d2,model=Qwen3-235B-A22B,layout=kv_first" --fail-fast \
      --replace-kernel paged_attention_rocm=paged_attention_rocm --replace-kernel pa_fwd_asm=pa_fwd_asm \
      --replace-router aiter-b4885d2=aiter-b4885d2)
 [[ $rc == 0 ]] || { echo "FAIL: identity substitutions fail the routed cases (exit $rc, $out/identity.log)"; exit 1; }
