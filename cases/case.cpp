@@ -16,6 +16,21 @@ const char* to_string(CaseKind k) {
 
 const char* to_string(DType d) { return d == DType::F16 ? "fp16" : "bf16"; }
 
+const char* to_string(ValueDist v) {
+  switch (v) {
+    case ValueDist::Normal: return "normal";
+    case ValueDist::Sink: return "sink";
+    case ValueDist::Large: return "large";
+  }
+  return "?";
+}
+
+std::optional<ValueDist> parse_value_dist(const std::string& s) {
+  for (auto v : {ValueDist::Normal, ValueDist::Sink, ValueDist::Large})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
 namespace {
 std::string kernels_of(const Case& c) {
   if (c.kind == CaseKind::Write) return c.writer;
@@ -43,8 +58,10 @@ std::string Case::id() const {
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
   const std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
-  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}/s{}", to_string(kind), model, tp, head_size,
-                     to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp, seed);
+  const std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
+  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
+                     to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp,
+                     vals, seed);
 }
 
 std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }

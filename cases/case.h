@@ -1,6 +1,7 @@
 // One concrete case: everything needed to run it again alone, and its id.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,17 @@ namespace kvh {
 
 enum class CaseKind { Write, Attention, Pipeline };
 enum class DType { F16, BF16 };
+/// How a decode case's Q, K and V values are distributed (harness/value_dist.h
+/// states each one's contract): Normal, the generator's uniform [-2, 2);
+/// Sink, attention-sink tokens whose logits exceed every other by more than 100;
+/// Large, K and V near the dtype's largest finite value.
+enum class ValueDist { Normal, Sink, Large };
 
 const char* to_string(CaseKind k);
 const char* to_string(DType d);
+const char* to_string(ValueDist v);
+/// "normal" | "sink" | "large" -> the distribution; nullopt for another name.
+std::optional<ValueDist> parse_value_dist(const std::string& s);
 
 /// A case as the generator expands it. Head counts are per rank.
 struct Case {
@@ -36,12 +45,16 @@ struct Case {
                                                      // both ends always among them when batch_size >= 2
   std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
                                                      // when set, min/max are its extremes and nothing is drawn
+  ValueDist values = ValueDist::Normal;  // attention/pipeline: how Q, K, V are distributed
+  std::string expect_routed_to;   // router cases: the reader the policy must pick ("" = not stated);
+                                  // another route is FAIL misroute even when that reader could run the case
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
   uint64_t seed = 1;
   std::string source;             // "file:line" of the table that made it
 
   /// Stable across runs, "/"-separated: kind/model/tp/head_size/layout/block_size/dtype/batch/
-  /// [context range/]kernels/seed, where kernels is the writer, or writer+reader or writer+router.
+  /// [context range/]kernels/[values=V/]seed, where kernels is the writer, or writer+reader or
+  /// writer+router, and "values=V/" appears only when V is not normal (ids of earlier cases stay).
   /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
   /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
   std::string id() const;

@@ -12,6 +12,7 @@
 
 #include "filter.h"
 #include "model.h"
+#include "route_boundaries.h"
 
 namespace kvh {
 
@@ -262,10 +263,83 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
   });
 }
 
+// `expect_routed_to` of a table or variant: the reader its router cases must
+// be routed to. A string applies to every case; an array of tables
+// {reader, routers, head_sizes, dtypes, batch_sizes, batch_range, high_precision}
+// is searched in order and the first entry whose present keys all match wins;
+// a router case that no entry matches is an error (the file must say).
+struct RouteRule {
+  std::string reader;
+  std::vector<std::string> routers, dtypes;
+  std::vector<int64_t> head_sizes, batch_sizes;
+  int64_t batch_min = 0, batch_max = int64_t(1) << 40;
+  int high_precision = -1;  // -1: any
+};
+struct RouteExpectation {
+  std::vector<RouteRule> rules;  // empty: nothing stated
+  std::string source;            // file:line of the key
+  bool stated() const { return !rules.empty(); }
+};
+
+RouteExpectation route_expectation(const Ctx& c, const toml::table& t) {
+  RouteExpectation out;
+  const toml::node* n = t.get("expect_routed_to");
+  if (!n) return out;
+  out.source = fmt::format("{}:{}", c.file, n->source().begin.line);
+  if (n->is_string()) {
+    RouteRule r;
+    r.reader = *n->value<std::string>();
+    if (r.reader.empty()) c.fail(*n, "expect_routed_to", "expected a reader name, got an empty string");
+    out.rules.push_back(r);
+    return out;
+  }
+  const toml::array* a = n->as_array();
+  if (!a || a->empty() || !a->is_array_of_tables())
+    c.fail(*n, "expect_routed_to",
+           "expected a reader name or an array of tables {reader, routers, head_sizes, dtypes, batch_sizes, "
+           "batch_range, high_precision}, got " + type_name(*n));
+  for (const auto& e : *a) {
+    const toml::table& rt = *e.as_table();
+    only_keys(c, rt, "expect_routed_to",
+              {"reader", "routers", "head_sizes", "dtypes", "batch_sizes", "batch_range", "high_precision"});
+    RouteRule r;
+    r.reader = string_field(c, rt, "reader", "");
+    if (r.reader.empty()) c.fail(rt, "expect_routed_to", "an entry needs 'reader', the kernel the router must pick");
+    r.routers = strings(c, rt, "routers", false);
+    r.dtypes = strings(c, rt, "dtypes", false, {"fp16", "bf16"});
+    r.head_sizes = integers(c, rt, "head_sizes", false, 1, 1024);
+    r.batch_sizes = integers(c, rt, "batch_sizes", false, 1, 1 << 16);
+    const auto range = integers(c, rt, "batch_range", false, 1, 1 << 16);
+    if (!range.empty()) {
+      if (range.size() != 2 || range[0] > range[1])
+        c.fail(*rt.get("batch_range"), "batch_range", "expected [min, max] with min <= max");
+      r.batch_min = range[0], r.batch_max = range[1];
+    }
+    r.high_precision = int(integer(c, rt, "high_precision", -1, 0, 2));
+    out.rules.push_back(r);
+  }
+  return out;
+}
+
+// The reader `e` states for case k; CaseFileError at `where` when no entry matches.
+std::string expected_route(const Ctx& c, const toml::table& where, const RouteExpectation& e, const Case& k) {
+  auto has = [](const auto& v, const auto& x) { return v.empty() || std::find(v.begin(), v.end(), x) != v.end(); };
+  for (const RouteRule& r : e.rules)
+    if (has(r.routers, k.router_policy) && has(r.dtypes, std::string(to_string(k.dtype))) &&
+        has(r.head_sizes, k.head_size) && has(r.batch_sizes, k.batch_size) && k.batch_size >= r.batch_min &&
+        k.batch_size <= r.batch_max && (r.high_precision < 0 || r.high_precision == k.high_precision))
+      return r.reader;
+  c.fail(where, "expect_routed_to",
+         fmt::format("no entry of the expected routes at {} matches router {}, head_size {}, dtype {}, batch {}, "
+                     "high_precision {}; every router case needs one",
+                     e.source, k.router_policy, k.head_size, to_string(k.dtype), k.batch_size, k.high_precision));
+}
+
 // One row of an [[attention]] or [[pipeline]] table: which kernels run.
 struct Variant {
   std::string name, writer, reader, router;
   const toml::table* table = nullptr;  // its [[*.variants]] table, for scoped expected failures
+  RouteExpectation route;              // the variant's expect_routed_to (else the table's)
 };
 
 std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind kind) {
@@ -277,9 +351,11 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
       c.fail(*n, "variants", "expected [[" + table + ".variants]] tables");
     for (const auto& e : *arr) {
       const toml::table& v = *e.as_table();
-      only_keys(c, v, table + ".variants", {"name", "writer", "reader", "router", "expected_failure"});
+      only_keys(c, v, table + ".variants", {"name", "writer", "reader", "router", "expected_failure", "expect_routed_to"});
       Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
-                string_field(c, v, "router", ""), &v};
+                string_field(c, v, "router", ""), &v, route_expectation(c, v)};
+      if (x.route.stated() && x.router.empty())
+        c.fail(*v.get("expect_routed_to"), "expect_routed_to", "only a variant with a 'router' is routed");
       if (v.get("expected_failure") && x.name.empty())
         c.fail(v, "expected_failure", "a variant with expected failures needs a 'name' (it scopes them)");
       if (x.reader.empty() == x.router.empty())
@@ -310,7 +386,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   only_keys(c, t, table,
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
-             "context_lens_lists", "expected_failure"});
+             "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries"});
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));
@@ -348,30 +424,57 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const std::string target = string_field(c, t, "target", "");
   const int hp = int(integer(c, t, "high_precision", 1, 0));
   if (hp > 2) c.fail(*t.get("high_precision"), "high_precision", "expected 0, 1 or 2");
+  std::vector<ValueDist> values;
+  for (const auto& v : strings(c, t, "values", false, {"normal", "sink", "large"})) values.push_back(*parse_value_dist(v));
+  if (values.empty()) values = {ValueDist::Normal};
+  const RouteExpectation table_route = route_expectation(c, t);
+  bool boundaries = false;
+  if (const toml::node* b = t.get("route_boundaries")) {
+    if (!b->is_boolean()) c.fail(*b, "route_boundaries", "expected true or false, got " + type_name(*b));
+    boundaries = *b->value<bool>();
+    if (boundaries && (t.get("context_lens_lists") || !target_compute_units_of(target)))
+      c.fail(*b, "route_boundaries",
+             fmt::format("needs batch_sizes with a context_lens range and a named target (MI355X, cus=N){}",
+                         target.empty() ? "" : fmt::format("; target '{}' is not one", target)));
+  }
   const auto variants = variants_of(c, t, kind);
+  const bool routed = std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.router.empty(); });
+  if (boundaries && !routed) c.fail(*t.get("route_boundaries"), "route_boundaries", "the table has no router variant");
+  if (table_route.stated() && !routed) c.fail(*t.get("expect_routed_to"), "expect_routed_to", "the table has no router");
   for (const auto& v : variants) {
     if (!v.table) continue;
     const std::pair<std::string, std::string> scope{where, v.name};
     for (auto& e : expectations_of(c, *v.table, "expected_failure", &scope)) expected.push_back(std::move(e));
   }
   for_each_base(c, t, kind, axes, models, [&](const Case& base) {
-    for (const auto& v : variants)
-      for (const auto& lens : lists)
-        for (int64_t seed : seeds) {
-          Case k = base;
-          k.batch_size = int64_t(lens.size());
-          if (lens.front() > 0) k.context_lens = lens;
-          k.writer = v.writer;
-          k.reader = v.reader;
-          k.router_policy = v.router;
-          k.target = v.router.empty() ? "" : target;
-          k.high_precision = hp;
-          k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
-          k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
-          k.variant_name = v.name;
-          k.seed = uint64_t(seed);
-          add_case(c, t, out, std::move(k));
-        }
+    for (const auto& v : variants) {
+      // route_boundaries: router rows also get the batches around the threshold for these heads (route_boundaries.h).
+      std::vector<std::vector<int64_t>> rows = lists;
+      if (boundaries && !v.router.empty())
+        for (int64_t b : route_boundary_batches(base.num_heads, *target_compute_units_of(target)))
+          if (std::find(batch_sizes.begin(), batch_sizes.end(), b) == batch_sizes.end())
+            rows.push_back(std::vector<int64_t>(size_t(b), 0));
+      const RouteExpectation& route = v.route.stated() ? v.route : table_route;
+      for (const auto& lens : rows)
+        for (ValueDist vd : values)
+          for (int64_t seed : seeds) {
+            Case k = base;
+            k.batch_size = int64_t(lens.size());
+            if (lens.front() > 0) k.context_lens = lens;
+            k.writer = v.writer;
+            k.reader = v.reader;
+            k.router_policy = v.router;
+            k.target = v.router.empty() ? "" : target;
+            k.high_precision = hp;
+            k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
+            k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
+            k.variant_name = v.name;
+            k.values = vd;
+            k.seed = uint64_t(seed);
+            if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
+            add_case(c, t, out, std::move(k));
+          }
+    }
   });
 }
 

@@ -13,7 +13,7 @@ const std::vector<std::string>& Filter::keys() {
   static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
                                           "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
                                           "writer",    "variant",    "seed",  "shuffle",
-                                          "reader",    "router_policy", "target"};
+                                          "reader",    "router_policy", "target",  "values"};
   return k;
 }
 
@@ -36,6 +36,7 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "reader") return c.reader;
   if (key == "router_policy") return c.router_policy;
   if (key == "target") return c.target;
+  if (key == "values") return to_string(c.values);
   return "";
 }
 
@@ -49,6 +50,7 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "kind") return {"write", "attention", "pipeline"};
   if (key == "dtype") return {"fp16", "bf16"};
   if (key == "shuffle") return {"0", "1"};
+  if (key == "values") return {"normal", "sink", "large"};
   return {};
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <random>
 
 #include "arena.h"
@@ -18,6 +19,7 @@
 #include "parallel.h"
 #include "router.h"
 #include "tolerance.h"
+#include "value_dist.h"
 #include "values.h"
 #include "views.h"
 #include "write_check.h"
@@ -77,11 +79,21 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
   return s;
 }
 
+// The host's logical inputs of a case whose `values` axis reshapes them (value_dist.h).
+struct ShapedInputs {
+  std::vector<uint16_t> query, key, value;
+};
+
+std::vector<uint16_t> host_stream(DType dtype, uint64_t data_seed, uint64_t stream, int64_t n) {
+  const U16Buffer b = counter16(dtype, rng::kInput, rng::stream_key(data_seed, stream), size_t(n));
+  return {b.begin(), b.end()};
+}
+
 // Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
 // (tokens sequence by sequence). One sequence at a time on each core: only
 // that sequence's K and V are ever widened to float64.
-reference::RowMatrix reference_out(const Case& c, const Sequences& s, const U16Buffer& q, const U16Buffer& k,
-                                   const U16Buffer& v, double scale) {
+reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
+                                   const uint16_t* v, double scale) {
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
@@ -198,6 +210,15 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       return r;
     }
   }
+  // The route the case file states (expect_routed_to): another one is a misroute even when that kernel can run it.
+  if (misroute.empty() && !c.router_policy.empty() && !c.expect_routed_to.empty() && reader != c.expect_routed_to) {
+    misroute = fmt::format("router {} sent the case to {} ({}); the case file expects {}", c.router_policy, reader,
+                           r.route_reason, c.expect_routed_to);
+    if (!wr && !options.launch_misrouted) {
+      add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
+      return r;
+    }
+  }
 
   // 3. The sequences and the layout.
   std::mt19937_64 rng(r.data_seed);
@@ -215,13 +236,27 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
 
   // 4. The reference, on the host's cores while the device works: it makes its own copies
   // of the logical inputs from the same counter-based streams the device fills its
-  // buffers from, and widens them to float64 one sequence at a time.
+  // buffers from, and widens them to float64 one sequence at a time. The `values` axis
+  // (value_dist.h) reshapes the inputs on the host first; the device then gets those.
+  std::optional<ShapedInputs> shaped;
+  if (c.values != ValueDist::Normal) {
+    enter_phase(Phase::Inputs);
+    shaped.emplace();
+    shaped->key = host_stream(c.dtype, r.data_seed, rng::kKeys, T * NKV * HD);
+    shaped->value = host_stream(c.dtype, r.data_seed, rng::kValues, T * NKV * HD);
+    shaped->query = host_stream(c.dtype, r.data_seed, rng::kQueries, S * NH * HD);
+    shape_values(c, s.context_lens, shaped->query, shaped->key, shaped->value);
+  }
   reference::RowMatrix ref;
   std::future<void> ref_done = run_async([&, seed = r.data_seed] {
+    if (shaped) {
+      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale);
+      return;
+    }
     const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
     const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
     const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
-    ref = reference_out(c, s, query, key, value, scale);
+    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale);
   });
   struct Join {  // every return waits for it: it reads this frame's locals
     std::future<void>& f;
@@ -246,9 +281,14 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // The query is a view into a fused QKV buffer of the decode step (one token a sequence);
     // the context's K and V a fused KV buffer (no query columns: they would only cost memory),
     // whose token stride is still 2 * num_kv_heads * head_size, not contiguous.
-    const DeviceQkv step = make_device_qkv(S, NH, NKV, HD, c.dtype, r.data_seed, rng::kQueries, rng::kStepKv,
+    DeviceQkv step = make_device_qkv(S, NH, NKV, HD, c.dtype, r.data_seed, rng::kQueries, rng::kStepKv,
                                            rng::kStepKv);
-    const DeviceQkv hist = make_device_qkv(T, 0, NKV, HD, c.dtype, r.data_seed, rng::kFiller, rng::kKeys, rng::kValues);
+    DeviceQkv hist = make_device_qkv(T, 0, NKV, HD, c.dtype, r.data_seed, rng::kFiller, rng::kKeys, rng::kValues);
+    if (shaped) {
+      enter_phase(Phase::Copy);
+      set_qkv_from_host(step, &shaped->query, nullptr, nullptr);
+      set_qkv_from_host(hist, nullptr, &shaped->key, &shaped->value);
+    }
     enter_phase(Phase::Copy);
     device::Buffer d_out(out.bytes().size()), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
     device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
@@ -344,7 +384,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     enter_phase(Phase::Reference);
     ref_done.get();
     enter_phase(Phase::Check);
-    const Tolerance tol = attention_tolerance(c.dtype);
+    Tolerance tol = attention_tolerance(c.dtype);
+    tol.atol *= value_scale(c);  // large values: the tolerance relative to V's magnitude (value_dist.h)
     int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
     double max_abs = 0, max_rel = 0;
     const uint16_t* o = out_after.storage_as<uint16_t>();

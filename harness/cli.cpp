@@ -62,7 +62,7 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
       // A kernel of the wrong role is an input error, not an UNSUPPORTED case: a typo must not become a silent skip.
       for (const auto& [field, name, role] :
            {std::tuple<const char*, const std::string&, int>{"writer", c.writer, KVH_ROLE_WRITER},
-            {"reader", c.reader, KVH_ROLE_READER}}) {
+            {"reader", c.reader, KVH_ROLE_READER}, {"expect_routed_to", c.expect_routed_to, KVH_ROLE_READER}}) {
         if (name.empty()) continue;
         const Kernel* d = reg.find(name);
         if (!d || d->role != role)
@@ -109,11 +109,46 @@ void add_common(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--filter,-f", o.filter, "e.g. head_size=256,layout=interleaved|padded,writer!=fixture_*");
   cmd->add_option("--seed", o.seed, "replace every case file's seeds with this one");
   cmd->add_option("--provider", o.providers, kProviderHelp);
+  cmd->add_option("--replace-kernel", o.replace_kernels,
+                  "REAL=WITH: run kernel WITH (e.g. from --provider) wherever the cases name or route to REAL; "
+                  "judged as REAL (repeatable)");
+  cmd->add_option("--replace-router", o.replace_routers,
+                  "REAL=WITH: route the cases of router policy REAL with policy WITH's rule; judged as REAL "
+                  "(repeatable)");
+}
+
+// A bad --replace-kernel / --replace-router: an input error (exit 2), named.
+struct OptionError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// "REAL=WITH" of option `opt`.
+std::pair<std::string, std::string> split_replacement(const std::string& opt, const std::string& v) {
+  const size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+    throw OptionError(fmt::format("{} '{}': expected REAL=WITH", opt, v));
+  return {v.substr(0, eq), v.substr(eq + 1)};
 }
 
 Registry make_registry(const RunOptions& o) {
   Registry reg;
   for (const auto& p : o.providers) reg.load_provider(p);
+  try {
+    for (const auto& r : o.replace_kernels) {
+      const auto [real, with] = split_replacement("--replace-kernel", r);
+      reg.replace(real, with);
+    }
+    for (const auto& r : o.replace_routers) {
+      const auto [real, with] = split_replacement("--replace-router", r);
+      try {
+        routing::substitute_policy(real, with);
+      } catch (const std::invalid_argument& e) {
+        throw OptionError("--replace-router " + r + ": " + e.what());
+      }
+    }
+  } catch (const std::invalid_argument& e) {  // Registry::replace names the option itself
+    throw OptionError(e.what());
+  }
   return reg;
 }
 
@@ -209,6 +244,8 @@ int cli_main(int argc, char** argv) {
                   "kernels that are expected, strictly (a covered case that passes is XPASS)");
   std::string label;
   run->add_option("--label", label, "a label for this run in the reports (an image tag, a runner)")->envname("KVH_LABEL");
+  run->add_flag("--fail-fast", o.fail_fast,
+                "stop at the first unexpected failure (exit 1, report incomplete): enough for a bisect step");
   bool bisect = false;
   run->add_flag("--bisect", bisect,
                 "for `git bisect run`: an input error exits 125 (this commit cannot be tested) instead of 2");
@@ -400,6 +437,8 @@ int cli_main(int argc, char** argv) {
     return stop_before_any_case(input_error, e.what());
   } catch (const FilterError& e) {
     return stop_before_any_case(input_error, std::string("--filter: ") + e.what());
+  } catch (const OptionError& e) {
+    return stop_before_any_case(input_error, e.what());
   } catch (const device::Error& e) {
     return stop_before_any_case(kExitHarness, e.what());
   } catch (const std::exception& e) {

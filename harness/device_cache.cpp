@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "counter_rng.h"
 #include "parallel.h"
+#include "views.h"
 #include "write_check.h"
 
 namespace kvh {
@@ -105,6 +108,21 @@ DeviceQkv make_device_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, DType 
   device::fill_view16(out.buf.get(), view16(out.views.k), rng::kInput, bf16, rng::stream_key(data_seed, k_stream));
   device::fill_view16(out.buf.get(), view16(out.views.v), rng::kInput, bf16, rng::stream_key(data_seed, v_stream));
   return out;
+}
+
+void set_qkv_from_host(DeviceQkv& f, const std::vector<uint16_t>* query, const std::vector<uint16_t>* key,
+                       const std::vector<uint16_t>* value) {
+  std::vector<uint16_t> host(f.buf.size() / 2);
+  f.buf.download(host.data(), f.buf.size());
+  for (const auto& [view, t] : {std::pair{&f.views.q, query}, {&f.views.k, key}, {&f.views.v, value}}) {
+    if (!t) continue;
+    if (int64_t(t->size()) != view->numel())
+      throw std::invalid_argument("set_qkv_from_host: a tensor of " + std::to_string(t->size()) +
+                                  " elements for the view " + view->str());
+    size_t i = 0;
+    for_each_offset(*view, [&](int64_t off) { host[size_t(off)] = (*t)[i++]; });
+  }
+  f.buf.upload(host.data(), f.buf.size());
 }
 
 void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,

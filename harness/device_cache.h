@@ -59,6 +59,13 @@ struct DeviceQkv {
 DeviceQkv make_device_qkv(int64_t num_tokens, int64_t num_heads, int64_t num_kv_heads, int64_t head_size, DType dtype,
                           uint64_t data_seed, uint64_t q_stream, uint64_t k_stream, uint64_t v_stream);
 
+/// Replaces the contents of f's q, k and v views (each when not null) with
+/// logical host tensors [num_tokens, heads * head_size]: inputs the host
+/// reshaped (the `values` axis, value_dist.h). The other columns keep their
+/// fill. Throws std::invalid_argument when a tensor's size is not its view's.
+void set_qkv_from_host(DeviceQkv& f, const std::vector<uint16_t>* query, const std::vector<uint16_t>* key,
+                       const std::vector<uint16_t>* value);
+
 /// The reference writer on `cache`: for every token t with slot_mapping[t]
 /// >= 0 (device int64 [num_tokens]), key[t] and value[t] (views [num_tokens,
 /// num_kv_heads, head_size] of the device buffer `src`) go to that slot of L's

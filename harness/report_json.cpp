@@ -62,6 +62,8 @@ std::string results_json(const RunReport& r) {
     e["target"] = str_or_null(c.target);
     e["high_precision"] = c.router_policy.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.high_precision);
     e["routed_to"] = str_or_null(cr.routed_to);
+    e["expect_routed_to"] = str_or_null(c.expect_routed_to);
+    e["values"] = to_string(c.values);  // "normal" for writes too: the filter key of run and compare
     e["route_reason"] = str_or_null(cr.route_reason);
     e["context_len_min"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_min);
     e["context_len_max"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_max);

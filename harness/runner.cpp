@@ -47,6 +47,8 @@ std::string repro_command(const RunOptions& o, const std::string& case_file, con
   if (o.random_order) cmd += " --random-order";
   if (o.launch_misrouted) cmd += " --launch-misrouted";
   for (const auto& p : o.providers) cmd += " --provider " + p;
+  for (const auto& r : o.replace_kernels) cmd += " --replace-kernel " + r;
+  for (const auto& r : o.replace_routers) cmd += " --replace-router " + r;
   for (const auto& k : o.known_failures) cmd += " --known-failures " + k;
   return cmd;
 }
@@ -200,6 +202,10 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       rep.results.push_back(std::move(cr));
     }
     if (o.progress) draw_progress(i + 1, cases.size(), pass, fail, other);
+    if (o.fail_fast && rep.results.back().unexpected_failure()) {  // --fail-fast: the verdict is known
+      rep.stopped_because = fmt::format("--fail-fast: case {} failed unexpectedly", c.id());
+      break;
+    }
     if (device_lost) {
       if (o.progress) std::fprintf(stderr, "\n");
       break;

@@ -39,6 +39,9 @@ struct RunOptions {
   bool random_order = false;         // cpu backend: random fiber order
   bool progress = false;             // draw a progress bar on stderr
   std::vector<std::string> providers;
+  std::vector<std::string> replace_kernels;  // --replace-kernel REAL=WITH (Registry::replace)
+  std::vector<std::string> replace_routers;  // --replace-router REAL=WITH (routing::substitute_policy)
+  bool fail_fast = false;            // stop at the first unexpected failure (the run is incomplete, exit 1)
   double flush_seconds = 2.0;        // how often the partial report is rewritten
   double case_timeout_s = 600;       // a case running longer is a hung kernel: CRASH (timeout), run ends
   bool launch_misrouted = false;     // launch misrouted kernels anyway and report the damage

@@ -62,8 +62,13 @@ struct CorrectVariant {
   static KVH_HD int query_head(int kv, int j, int num_heads, int num_kv_heads) {
     return kv * (num_heads / num_kv_heads) + j;
   }
-  /// The max the reduce rescales every partition against.
-  static KVH_HD float reduce_reference_max(float global_max, float /*last_partition_max*/) { return global_max; }
+  /// The max the reduce rescales every partition against: the largest of the
+  /// np partitions' maxima `maxima` (global_max).
+  static KVH_HD float reduce_reference_max(float global_max, const float* /*maxima*/, int /*np*/) { return global_max; }
+  /// Partition p's weight in the reduce: its exp-sum rescaled from its own max to `ref`.
+  static KVH_HD float partition_weight(float exp_sum, float max_logit, float ref) { return exp_sum * expf(max_logit - ref); }
+  /// Lanes a softmax max/sum reduction combines: all L lanes of a head's group.
+  static KVH_HD int reduce_width(int lanes) { return lanes; }
   /// Whether P.V waits for every head's softmax numerators (it must).
   static constexpr bool kBarrierAfterSoftmax = true;
 };
@@ -151,14 +156,14 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     float m = -INFINITY;
     if (j < nh)
       for (int i = lane_h; i < n; i += L) m = fmaxf(m, l[i]);
-    m = group_reduce(m, L, MaxOp{});  // every lane takes part in the shuffles
+    m = group_reduce(m, Variant::reduce_width(L), MaxOp{});  // every lane takes part in the shuffles
     float sum = 0.f;
     if (j < nh)
       for (int i = lane_h; i < n; i += L) {
         l[i] = expf(l[i] - m);
         sum += l[i];
       }
-    sum = group_reduce(sum, L, SumOp{});
+    sum = group_reduce(sum, Variant::reduce_width(L), SumOp{});
     if (j < nh && lane_h == 0) head_max[j] = m, head_sum[j] = sum;
   }
   if (Variant::kBarrierAfterSoftmax) __syncthreads();  // compile-time: uniform across the block
@@ -218,8 +223,8 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(Atte
 
   float global_max = -INFINITY;
   for (int p = 0; p < np; ++p) global_max = fmaxf(global_max, sk.max_logits[base + p]);
-  const float ref = Variant::reduce_reference_max(global_max, sk.max_logits[base + np - 1]);
-  for (int p = tid; p < np; p += nt) w_s[p] = sk.exp_sums[base + p] * expf(sk.max_logits[base + p] - ref);
+  const float ref = Variant::reduce_reference_max(global_max, sk.max_logits + base, np);
+  for (int p = tid; p < np; p += nt) w_s[p] = Variant::partition_weight(sk.exp_sums[base + p], sk.max_logits[base + p], ref);
   __syncthreads();
   float total = 0.f;
   for (int p = 0; p < np; ++p) total += w_s[p];

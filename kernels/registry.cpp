@@ -130,7 +130,21 @@ struct Registry::Opened {
   }
 };
 
-Registry::Registry() { add_provider(kvh_builtin_open, "", "builtin"); }
+namespace {
+std::vector<std::pair<const kvh_kernel_desc* (*)(int32_t*), std::string>>& builtin_extensions() {
+  static std::vector<std::pair<const kvh_kernel_desc* (*)(int32_t*), std::string>> v;
+  return v;
+}
+}  // namespace
+
+void register_builtin_extension(const kvh_kernel_desc* (*list)(int32_t* count), const std::string& origin) {
+  builtin_extensions().emplace_back(list, origin);
+}
+
+Registry::Registry() {
+  add_provider(kvh_builtin_open, "", "builtin");
+  for (const auto& [list, origin] : builtin_extensions()) add_provider(list, origin);
+}
 Registry::Registry(NoBuiltins) {}
 Registry::~Registry() = default;
 Registry::Registry(Registry&&) noexcept = default;
@@ -268,6 +282,26 @@ void Registry::load_provider(const std::string& spec) {
   }
   throw ProviderLoadError("provider " + path + ": exports neither " KVH_PROVIDER_OPEN_SYMBOL
                           " (ABI 2) nor " KVH_PROVIDER_SYMBOL_V1 " (ABI 1)");
+}
+
+void Registry::replace(const std::string& real, const std::string& with) {
+  auto r = kernels_.find(real);
+  auto w = kernels_.find(with);
+  if (r == kernels_.end() || w == kernels_.end())
+    throw std::invalid_argument("--replace-kernel " + real + "=" + with + ": no kernel named '" +
+                                (r == kernels_.end() ? real : with) + "' is registered (kvharness info lists them)");
+  if (r->second.role != w->second.role || r->second.cache_format != w->second.cache_format)
+    throw std::invalid_argument("--replace-kernel " + real + "=" + with + ": " + with + " is a " +
+                                cache_format_name(w->second.cache_format) +
+                                (w->second.role == KVH_ROLE_WRITER ? " writer" : " reader") + ", " + real + " a " +
+                                cache_format_name(r->second.cache_format) +
+                                (r->second.role == KVH_ROLE_WRITER ? " writer" : " reader"));
+  Kernel k = w->second;
+  k.name = real;
+  k.fixture = r->second.fixture;
+  k.description = with + " in place of " + real + ": " + w->second.description;
+  k.origin = w->second.origin + " (replacing " + r->second.origin + ")";
+  r->second = std::move(k);
 }
 
 const Kernel* Registry::find(const std::string& name) const {

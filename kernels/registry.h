@@ -123,6 +123,13 @@ class Registry {
   void add_provider_v1(kvh_provider_fn_v1 provider, const std::string& origin);
   /// Adds one ABI 2 descriptor, read within its struct_size.
   void add(const kvh_kernel_desc& desc, const std::string& origin);
+  /// Runs kernel `with` under the name `real` from now on (`kvharness run
+  /// --replace-kernel REAL=WITH`): cases that name `real`, and routers that pick
+  /// it, launch `with`'s entry points with `with`'s capabilities, and `real`
+  /// keeps its fixture status (a substitute for a production kernel is judged
+  /// like it: its failures are unexpected). Throws std::invalid_argument when
+  /// either name is unknown, or their roles or cache formats differ.
+  void replace(const std::string& real, const std::string& with);
   /// nullptr when no kernel has that name.
   const Kernel* find(const std::string& name) const;
   std::vector<std::string> names() const;
@@ -133,6 +140,12 @@ class Registry {
   std::map<std::string, Kernel> kernels_;
   std::vector<std::unique_ptr<Opened>> opened_;
 };
+
+/// Adds an in-process list of ABI 2 descriptors to every Registry built
+/// afterwards with Registry() (beside the built-ins). For test binaries only
+/// (kvharness_planted registers the planted kernels this way); call before
+/// any Registry is made.
+void register_builtin_extension(const kvh_kernel_desc* (*list)(int32_t* count), const std::string& origin);
 
 /// Where `--provider python:MODULE` finds the bridge library, first hit wins:
 /// 1. $KVH_PYTHON_BRIDGE (a path to the library; when set, it must exist);

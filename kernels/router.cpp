@@ -6,19 +6,29 @@ namespace kvh::routing {
 
 namespace {
 
-// A policy is named by the aiter commit whose rule it models; the release
-// tags that shipped each rule stay accepted as aliases.
-struct Policy {
-  const char* name;
-  const char* alias;            // release tag, e.g. "aiter-v0.1.12"
-  bool asm_only_head_size_128;  // aiter b4885d2, first released in v0.1.12
-};
-const Policy kPolicies[] = {{"aiter-pre-b4885d2", "aiter-v0.1.10.post3", false},
-                            {"aiter-b4885d2", "aiter-v0.1.12", true}};
+// One rule per policy. A policy is named by the aiter commit whose rule it
+// models; the release tags that shipped each rule stay accepted as aliases.
+RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128);
+RouteDecision rule_pre_b4885d2(const RouteInput& in) { return aiter_rule(in, false); }
+RouteDecision rule_b4885d2(const RouteInput& in) { return aiter_rule(in, true); }
 
-const Policy* find_policy(const std::string& name) {
-  for (const auto& p : kPolicies)
-    if (name == p.name || name == p.alias) return &p;
+struct Policy {
+  std::string name;
+  std::string alias;  // release tag, e.g. "aiter-v0.1.12"; may be empty
+  RuleFn rule;
+  bool fixture;       // known to misroute on purpose
+  RuleFn substitute = nullptr;  // --replace-router: run this rule instead
+};
+
+std::vector<Policy>& policies() {
+  static std::vector<Policy> p{{"aiter-pre-b4885d2", "aiter-v0.1.10.post3", rule_pre_b4885d2, true},
+                               {"aiter-b4885d2", "aiter-v0.1.12", rule_b4885d2, false}};
+  return p;
+}
+
+Policy* find_policy(const std::string& name) {
+  for (auto& p : policies())
+    if (name == p.name || (!p.alias.empty() && name == p.alias)) return &p;
   return nullptr;
 }
 
@@ -58,13 +68,33 @@ CacheDtype parse_cache_dtype(const std::string& s) {
   throw std::invalid_argument("unknown cache dtype '" + s + "'; known: fp16, bf16, fp8, int8");
 }
 
-const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = [] {
+namespace {
+std::vector<std::string>& names_list() {
+  static std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& p : kPolicies) v.push_back(p.name), v.push_back(p.alias);
+    for (const auto& p : policies()) v.push_back(p.name), v.push_back(p.alias);
     return v;
   }();
   return names;
+}
+}  // namespace
+
+const std::vector<std::string>& policy_names() { return names_list(); }
+
+void add_policy(const std::string& name, RuleFn rule, bool fixture) {
+  if (name.empty() || !rule) throw std::invalid_argument("add_policy: a policy needs a name and a rule");
+  if (find_policy(name)) throw std::invalid_argument("add_policy: policy '" + name + "' already exists");
+  names_list();  // the built-ins first
+  policies().push_back(Policy{name, "", rule, fixture});
+  names_list().push_back(name);
+}
+
+void substitute_policy(const std::string& real, const std::string& with) {
+  Policy* r = find_policy(real);
+  const Policy* w = find_policy(with);
+  if (!r || !w)
+    throw std::invalid_argument("unknown routing policy '" + (r ? with : real) + "'; known: " + join(policy_names()));
+  r->substitute = w->rule;
 }
 
 std::string canonical_policy(const std::string& policy) {
@@ -74,7 +104,7 @@ std::string canonical_policy(const std::string& policy) {
 
 bool is_regression_fixture(const std::string& policy) {
   const Policy* p = find_policy(policy);
-  return p && !p->asm_only_head_size_128;
+  return p && p->fixture;
 }
 
 const std::vector<std::string>& target_names() {
@@ -99,12 +129,19 @@ RouteDecision route(const std::string& policy, const RouteInput& in) {
   require(in.num_heads >= 1 && in.head_size >= 1, "num_heads and head_size must be >= 1");
   require(in.compute_units >= 1, "compute_units must be >= 1");
   require(in.high_precision >= 0 && in.high_precision <= 2, "high_precision must be 0, 1 or 2");
+  RouteDecision d = (p->substitute ? p->substitute : p->rule)(in);
+  d.policy = p->name;
+  return d;
+}
 
-  auto decide = [&](const char* reader, std::string why) {
-    return RouteDecision{reader, p->name, why + " -> " + reader};
-  };
-  // Rule order as in aiter's _should_use_asm_kernel; the first that fires names the reason.
-  if (p->asm_only_head_size_128 && in.head_size != 128)
+namespace {
+
+RouteDecision decide(const char* reader, const std::string& why) { return RouteDecision{reader, "", why + " -> " + reader}; }
+
+// aiter's _should_use_asm_kernel (aiter/ops/attention.py), called by
+// paged_attention_common; rule order as there, the first that fires names the reason.
+RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128) {
+  if (asm_only_head_size_128 && in.head_size != 128)
     return decide(kRocmReader, "head_size = " + std::to_string(in.head_size) + " != 128 (ASM kernel supports only 128)");
   if (in.high_precision == 2) return decide(kAsmReader, "high_precision = 2");
   if (in.cache_dtype == CacheDtype::int8) return decide(kAsmReader, "cache dtype int8");
@@ -114,5 +151,7 @@ RouteDecision route(const std::string& policy, const RouteInput& in) {
   if (total_heads > threshold) return decide(kAsmReader, numbers + " > " + cus);
   return decide(kRocmReader, numbers + " <= " + cus);
 }
+
+}  // namespace
 
 }  // namespace kvh::routing

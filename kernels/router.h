@@ -11,7 +11,9 @@
 //   "aiter-b4885d2"        (alias "aiter-v0.1.12") the same, but head_size !=
 //                          128 goes to paged_attention_rocm first.
 // Source: aiter aiter/ops/attention.py, _should_use_asm_kernel() called by
-// paged_attention_common. Pure host code; no kernel is launched.
+// paged_attention_common. Pure host code; no kernel is launched. Tests add
+// planted policies (add_policy) and run one policy's cases under another's
+// rule (substitute_policy, `kvharness run --replace-router`).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -53,7 +55,8 @@ struct RouteDecision {
 RouteDecision route(const std::string& policy, const RouteInput& in);
 
 /// Every accepted policy name, oldest first, each canonical name followed by
-/// its alias: {"aiter-pre-b4885d2", "aiter-v0.1.10.post3", "aiter-b4885d2", "aiter-v0.1.12"}.
+/// its alias: {"aiter-pre-b4885d2", "aiter-v0.1.10.post3", "aiter-b4885d2", "aiter-v0.1.12"},
+/// then any add_policy() names. add_policy() may invalidate the reference's iterators.
 const std::vector<std::string>& policy_names();
 /// The canonical name of a policy or alias ("aiter-v0.1.12" -> "aiter-b4885d2"); "" if unknown.
 std::string canonical_policy(const std::string& policy);
@@ -62,6 +65,25 @@ std::string canonical_policy(const std::string& policy);
 /// old aiter-v0.1.10.post3 rule sends head_size != 128 to the 128-only kernel).
 /// Its FAILs are expected and do not change kvharness's exit code.
 bool is_regression_fixture(const std::string& policy);
+
+/// A routing rule: the reader for `in` and why (RouteDecision::policy is filled in by route()).
+/// `in` has been validated by route(). Must not throw for valid input.
+using RuleFn = RouteDecision (*)(const RouteInput& in);
+
+/// A policy beside the built-in ones (a planted policy of the mutation test,
+/// kernels/testing/planted_routers.cpp). `fixture`: known to misroute on
+/// purpose (its misroutes are expected failures, like aiter-pre-b4885d2).
+/// Throws std::invalid_argument when the name is empty or already taken.
+/// Process-wide; not thread-safe against concurrent route() calls.
+void add_policy(const std::string& name, RuleFn rule, bool fixture = false);
+
+/// Runs policy `real` (a name or alias) with the rule of policy `with` from now
+/// on, e.g. substitute_policy("aiter-b4885d2", "aiter-pre-b4885d2"): every case
+/// that names `real` keeps its id, its expectations and its non-fixture status
+/// (a misroute is then an unexpected failure), but is routed by `with`'s rule.
+/// This is `kvharness run --replace-router REAL=WITH`. Throws
+/// std::invalid_argument for an unknown name. Process-wide, like add_policy.
+void substitute_policy(const std::string& real, const std::string& with);
 
 /// Compute units of a named target, for routing what-ifs: MI210 104, MI250X
 /// 110 (per device: one of its two dies), MI300X 304, MI325X 304, MI355X 256

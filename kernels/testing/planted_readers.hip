@@ -16,6 +16,18 @@
 //   planted_missing_softmax_barrier P.V reads the softmax numerators with no
 //                                 barrier after the warps that compute them:
 //                                 right whenever the warps happen to keep pace
+//   planted_reduce_tree_32        the softmax max/sum butterfly starts at mask
+//                                 16 (a tree sized for 32 lanes): with 64 lanes
+//                                 a head (wavefront 64, 1 or 2 heads a block)
+//                                 each half keeps its own max and sum
+//   planted_reduce_first_max      the reduce rescales with partition 0's max:
+//                                 exp overflows once a later partition's max
+//                                 exceeds it by ~88 (a sink in the last partition)
+//   planted_reduce_no_exp_sum     the reduce weighs each partition by
+//                                 exp(max_p - M) and forgets its exp-sum
+//   planted_v1_*                  the same bugs in the pa_v1 reader
+//                                 (paged_attention_v1): gqa_modulo,
+//                                 reduce_tree_32, drop_tail_partition
 #include "kernel_desc.h"
 #include "paged_attention.h"
 
@@ -31,23 +43,32 @@ struct GqaModulo : CorrectVariant {
   static KVH_HD int query_head(int kv, int j, int, int num_kv_heads) { return j * num_kv_heads + kv; }
 };
 struct ReduceLastMax : CorrectVariant {
-  static KVH_HD float reduce_reference_max(float, float last_partition_max) { return last_partition_max; }
+  static KVH_HD float reduce_reference_max(float, const float* maxima, int np) { return maxima[np - 1]; }
+};
+struct ReduceFirstMax : CorrectVariant {
+  static KVH_HD float reduce_reference_max(float, const float* maxima, int) { return maxima[0]; }
+};
+struct ReduceNoExpSum : CorrectVariant {
+  static KVH_HD float partition_weight(float, float max_logit, float ref) { return expf(max_logit - ref); }
+};
+struct ReduceTree32 : CorrectVariant {
+  static KVH_HD int reduce_width(int lanes) { return lanes < 32 ? lanes : 32; }
 };
 
 struct MissingSoftmaxBarrier : CorrectVariant {
   static constexpr bool kBarrierAfterSoftmax = false;
 };
 
-template <class Variant>
+template <class Variant, int kFormat = KVH_CACHE_SHUFFLE>
 int planted(const kvh_attention_args* a, void* stream) {
-  return kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, Variant>(*a, stream);
+  return kvh::kernels::launch_paged_attention<kFormat, Variant>(*a, stream);
 }
 
 uint64_t workspace(const kvh_attention_args* a) { return kvh::kernels::paged_attention_workspace_bytes(*a); }
 
-template <int (*F)(const kvh_attention_args*, void*)>
+template <int (*F)(const kvh_attention_args*, void*), kvh_cache_format kFormat = KVH_CACHE_SHUFFLE>
 kvh_kernel_desc reader(const char* name, const char* description) {
-  return kvh::kernels::reader_desc<F>(name, description, KVH_CACHE_SHUFFLE, 1, kvh::kernels::workspace_entry<workspace>);
+  return kvh::kernels::reader_desc<F>(name, description, kFormat, 1, kvh::kernels::workspace_entry<workspace>);
 }
 
 const kvh_kernel_desc kPlanted[] = {
@@ -61,6 +82,20 @@ const kvh_kernel_desc kPlanted[] = {
         "PLANTED BUG: split-K reduce rescales with the last partition's max instead of the global max"),
     reader<planted<MissingSoftmaxBarrier>>(
         "planted_missing_softmax_barrier", "PLANTED BUG: no __syncthreads between the softmax numerators and P.V"),
+    reader<planted<ReduceTree32>>("planted_reduce_tree_32",
+                                  "PLANTED BUG: softmax max/sum reduction tree sized for 32 lanes"),
+    reader<planted<ReduceFirstMax>>(
+        "planted_reduce_first_max",
+        "PLANTED BUG: split-K reduce rescales with the first partition's max instead of the global max"),
+    reader<planted<ReduceNoExpSum>>("planted_reduce_no_exp_sum",
+                                    "PLANTED BUG: split-K reduce weighs partitions without their exp-sums"),
+    reader<planted<GqaModulo, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
+        "planted_v1_gqa_modulo", "PLANTED BUG (pa_v1 reader): GQA maps query head h to kv head h % num_kv_heads"),
+    reader<planted<ReduceTree32, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
+        "planted_v1_reduce_tree_32", "PLANTED BUG (pa_v1 reader): softmax reduction tree sized for 32 lanes"),
+    reader<planted<DropTailPartition, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
+        "planted_v1_drop_tail_partition",
+        "PLANTED BUG (pa_v1 reader): drops the last partition of a sequence whose length is not a multiple of 256"),
 };
 
 }  // namespace

@@ -1,0 +1,126 @@
+// The case-file keys of issue 10: `values`, `expect_routed_to` and
+// `route_boundaries`, and the generator's routing boundaries.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "case_file.h"
+#include "route_boundaries.h"
+
+namespace kvh {
+namespace {
+
+// Qwen3-235B-A22B at tp=8: 8 heads per rank; MI355X: threshold 512 -> boundary batches 63, 64, 65.
+const std::string kHead =
+    "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\nblock_sizes = [16]\n"
+    "dtypes = [\"bf16\"]\ncontext_lens = [1, 30]\n";  // lines 1-7
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse_case_text(text, "bad.toml");
+    ADD_FAILURE() << "no error for:\n" << text;
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what() << "\nwanted: " << needle;
+  }
+}
+
+TEST(CaseFileValues, AxisCrossesTheCasesAndOnlyNonDefaultValuesChangeIds) {
+  const auto cases = parse_case_text(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\nvalues = [\"normal\", \"sink\", \"large\"]\n",
+                                     "v.toml");
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0].values, ValueDist::Normal);
+  EXPECT_EQ(cases[1].values, ValueDist::Sink);
+  EXPECT_EQ(cases[2].values, ValueDist::Large);
+  const std::string normal = parse_case_text(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\n", "v.toml")[0].id();
+  EXPECT_EQ(cases[0].id(), normal) << "ids of existing cases must not change";
+  EXPECT_EQ(cases[1].id(), "attention/Qwen3-235B-A22B/tp8/hd128/kv_first/bs16/bf16/n4/ctx1-30/reference+r/values=sink/s1");
+  EXPECT_NE(cases[2].id().find("/values=large/"), std::string::npos);
+}
+
+TEST(CaseFileValues, BadValuesNameFileLineAndField) {
+  expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\nvalues = [\"huge\"]\n",
+               "bad.toml:10: field 'values': unknown value 'huge'; expected one of normal, sink, large");
+  expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\nvalues = \"sink\"\n",
+               "bad.toml:10: field 'values': expected a non-empty array of strings, got a string");
+}
+
+TEST(CaseFileRoutes, BoundariesAddBatchesAroundTheThresholdAndRoutesAreStated) {
+  const std::string text = kHead +
+                           "batch_sizes = [4, 64]\n"
+                           "route_boundaries = true\n"
+                           "target = \"MI355X\"\n"
+                           "routers = [\"aiter-v0.1.12\"]\n"
+                           "readers = [\"paged_attention_v1\"]\n"
+                           "expect_routed_to = [\n"
+                           "  { batch_range = [1, 64], reader = \"paged_attention_rocm\" },\n"
+                           "  { routers = [\"aiter-v0.1.12\"], batch_sizes = [63, 65], reader = \"pa_fwd_asm\" },\n"
+                           "]\n";
+  const auto cases = parse_case_text(text, "r.toml");
+  std::vector<int64_t> routed, read;
+  for (const Case& c : cases) (c.router_policy.empty() ? read : routed).push_back(c.batch_size);
+  EXPECT_EQ(routed, (std::vector<int64_t>{4, 64, 63, 65})) << "64 is already there; 63 and 65 are added";
+  EXPECT_EQ(read, (std::vector<int64_t>{4, 64})) << "readers get no boundary batches";
+  for (const Case& c : cases) {
+    if (c.router_policy.empty()) {
+      EXPECT_EQ(c.expect_routed_to, "");
+      continue;
+    }
+    EXPECT_EQ(c.expect_routed_to, c.batch_size <= 64 ? "paged_attention_rocm" : "pa_fwd_asm") << c.batch_size;
+    EXPECT_EQ(c.context_len_min, 1);
+    EXPECT_EQ(c.context_len_max, 30);
+  }
+}
+
+TEST(CaseFileRoutes, AStringStatesOneRouteAndAVariantOverridesTheTable) {
+  const std::string text = kHead +
+                           "batch_sizes = [4]\ntarget = \"MI355X\"\nexpect_routed_to = \"paged_attention_rocm\"\n"
+                           "[[attention.variants]]\nname = \"a\"\nrouter = \"aiter-v0.1.12\"\n"
+                           "[[attention.variants]]\nname = \"b\"\nrouter = \"aiter-v0.1.10.post3\"\n"
+                           "expect_routed_to = \"pa_fwd_asm\"\n";
+  const auto cases = parse_case_text(text, "r.toml");
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].expect_routed_to, "paged_attention_rocm");
+  EXPECT_EQ(cases[1].expect_routed_to, "pa_fwd_asm");
+}
+
+TEST(CaseFileRoutes, BadRouteKeysNameFileLineAndField) {
+  const std::string routed = "batch_sizes = [4]\ntarget = \"MI355X\"\nrouters = [\"aiter-v0.1.12\"]\n";  // lines 8-10
+  expect_error(kHead + routed + "expect_routed_to = 3\n",
+               "bad.toml:11: field 'expect_routed_to': expected a reader name or an array of tables");
+  expect_error(kHead + routed + "expect_routed_to = [{ head_sizes = [128] }]\n",
+               "bad.toml:11: field 'expect_routed_to': an entry needs 'reader'");
+  expect_error(kHead + routed + "expect_routed_to = [{ reader = \"x\", batch = [4] }]\n",
+               "bad.toml:11: field 'batch': unknown field in [expect_routed_to]");
+  expect_error(kHead + routed + "expect_routed_to = [{ reader = \"x\", batch_range = [9, 3] }]\n",
+               "bad.toml:11: field 'batch_range': expected [min, max] with min <= max");
+  expect_error(kHead + routed + "expect_routed_to = [{ reader = \"x\", head_sizes = [256] }]\n",
+               "bad.toml:1: field 'expect_routed_to': no entry of the expected routes at bad.toml:11 matches router "
+               "aiter-v0.1.12, head_size 128, dtype bf16, batch 4");
+  expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\nexpect_routed_to = \"x\"\n",
+               "bad.toml:10: field 'expect_routed_to': the table has no router");
+  expect_error(kHead + "batch_sizes = [4]\n[[attention.variants]]\nreader = \"r\"\nexpect_routed_to = \"x\"\n",
+               "bad.toml:11: field 'expect_routed_to': only a variant with a 'router' is routed");
+  expect_error(kHead + "batch_sizes = [4]\nrouters = [\"aiter-v0.1.12\"]\nroute_boundaries = true\n",
+               "bad.toml:10: field 'route_boundaries': needs batch_sizes with a context_lens range and a named target");
+  expect_error(kHead + "batch_sizes = [4]\nrouters = [\"aiter-v0.1.12\"]\ntarget = \"MI999\"\nroute_boundaries = true\n",
+               "target 'MI999' is not one");
+  expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\ntarget = \"MI355X\"\nroute_boundaries = 1\n",
+               "bad.toml:11: field 'route_boundaries': expected true or false, got an integer");
+  expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\ntarget = \"MI355X\"\nroute_boundaries = true\n",
+               "bad.toml:11: field 'route_boundaries': the table has no router variant");
+}
+
+TEST(RouteBoundaries, BelowAtAndAboveTheThreshold) {
+  EXPECT_EQ(route_boundary_batches(8, 256), (std::vector<int64_t>{63, 64, 65}));   // 64 * 8 = 512: on it
+  EXPECT_EQ(route_boundary_batches(3, 256), (std::vector<int64_t>{169, 170, 171}));  // 170 * 3 = 510 <= 512 < 513
+  EXPECT_EQ(route_boundary_batches(1024, 256), (std::vector<int64_t>{1}));         // at = 0: only batch 1 (> 512)
+  EXPECT_EQ(target_compute_units_of("MI355X"), 256);
+  EXPECT_EQ(target_compute_units_of("cus=12"), 12);
+  EXPECT_FALSE(target_compute_units_of("cus=0"));
+  EXPECT_FALSE(target_compute_units_of("cus=x"));
+  EXPECT_FALSE(target_compute_units_of(""));
+  EXPECT_THROW(route_boundary_batches(0, 256), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kvh
