@@ -17,10 +17,10 @@ namespace kvh::rng {
 
 /// Trailing zero bits of m (m != 0).
 KVH_HOST_DEVICE inline unsigned ctz32(unsigned m) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return unsigned(__ffs(int(m)) - 1);
+#if defined(__CUDA_ARCH__)
+  return unsigned(__ffs(int(m)) - 1);  // nvcc device code
 #else
-  return unsigned(__builtin_ctz(m));
+  return unsigned(__builtin_ctz(m));  // host compilers, and clang's HIP device code
 #endif
 }
 
