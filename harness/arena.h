@@ -12,8 +12,11 @@ namespace kvh {
 
 /// Large host buffers backed by transparent huge pages where the kernel
 /// allows it (madvise mode): page faults dominate a case's time otherwise.
+/// Freed blocks of 4 MiB and more are kept (up to 2 GiB) for later requests
+/// of half to all their size; big_free must be given the size big_alloc was
+/// asked for. Throws std::bad_alloc.
 void* big_alloc(size_t bytes);
-void big_free(void* p) noexcept;
+void big_free(void* p, size_t bytes) noexcept;
 
 /// Allocator that leaves bytes uninitialised on resize: arenas reach gigabytes,
 /// and every byte is written (sentinel or download) right after.
@@ -22,7 +25,7 @@ template <class T> struct DefaultInitAllocator : std::allocator<T> {
   DefaultInitAllocator() = default;
   template <class U> DefaultInitAllocator(const DefaultInitAllocator<U>&) {}
   T* allocate(size_t n) { return static_cast<T*>(big_alloc(n * sizeof(T))); }
-  void deallocate(T* p, size_t) noexcept { big_free(p); }
+  void deallocate(T* p, size_t n) noexcept { big_free(p, n * sizeof(T)); }
   template <class U> void construct(U* p) { ::new (static_cast<void*>(p)) U; }
   template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
 };

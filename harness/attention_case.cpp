@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 #include <cstring>
@@ -93,13 +94,13 @@ std::vector<uint16_t> host_stream(DType dtype, uint64_t data_seed, uint64_t stre
 // (tokens sequence by sequence). One sequence at a time on each core: only
 // that sequence's K and V are ever widened to float64.
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
-                                   const uint16_t* v, double scale) {
+                                   const uint16_t* v, double scale, const std::atomic<bool>& cancel) {
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
   reference::RowMatrix out(c.batch_size, qw);
   parallel_for(c.batch_size, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
+    for (int64_t i = begin; i < end && !cancel.load(std::memory_order_relaxed); ++i) {
       reference::DecodeAttentionInput in;
       in.num_heads = c.num_heads;
       in.num_kv_heads = c.num_kv_heads;
@@ -248,22 +249,25 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     shape_values(c, s.context_lens, shaped->query, shaped->key, shaped->value);
   }
   reference::RowMatrix ref;
+  std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
   std::future<void> ref_done = run_async([&, seed = r.data_seed] {
     if (shaped) {
-      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale);
+      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, cancel);
       return;
     }
     const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
     const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
     const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
-    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale);
+    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, cancel);
   });
-  struct Join {  // every return waits for it: it reads this frame's locals
+  struct Join {  // every return waits for it (it reads this frame's locals), cutting it short
     std::future<void>& f;
+    std::atomic<bool>& cancel;
     ~Join() {
+      cancel = true;
       if (f.valid()) f.wait();
     }
-  } join{ref_done};
+  } join{ref_done, cancel};
 
   // out [S, NH, HD] poisoned, inside a guarded arena of its own.
   const uint16_t poison = c.dtype == DType::F16 ? kPoisonF16 : kPoisonBF16;
@@ -277,6 +281,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     enter_phase(Phase::AllocFill);
     DeviceArena cache(L.storage_elems, margin), snapshot(L.storage_elems, margin);
     cache.fill_cache(L, c.dtype, r.data_seed);
+    device::settle();
     enter_phase(Phase::Inputs);
     // The query is a view into a fused QKV buffer of the decode step (one token a sequence);
     // the context's K and V a fused KV buffer (no query columns: they would only cost memory),
@@ -304,6 +309,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       snapshot.copy_from(cache);  // the reference writer's starting point
       enter_phase(Phase::Reference);
       reference_write_into(snapshot, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T);
+      device::settle();  // the harness's device work is done: an error from here on is the writer's
       on_device = component::kWriter;
       note_running_component(on_device);
       enter_phase(Phase::Launch);
@@ -361,6 +367,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
         a.workspace_bytes = ws;
       }
     }
+    device::settle();  // the harness's device work is done: an error from here on is the reader's
     on_device = component::kReader;
     note_running_component(on_device);
     enter_phase(Phase::Launch);

@@ -184,6 +184,11 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       add_cause(cr.v, component::kHarness, reason::kHarnessError,
                 fmt::format("the harness failed, not the kernel: {}", e.what()), true);
     }
+    try {
+      device::settle();  // nothing of this case still runs when its pooled buffers serve the next
+    } catch (const device::Error&) {
+      // A fault here is the device's state, which the healthy() check below reads.
+    }
     current.reset();
     clock.reset();  // the case's last phase ends here, its buffers freed
     cr.phases = phases;

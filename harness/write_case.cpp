@@ -96,6 +96,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     enter_phase(Phase::Reference);
     reference_write_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
                          static_cast<const int64_t*>(d_slots.get()), T);
+    device::settle();  // the harness's device work is done: an error from here on is the writer's
 
     on_device = component::kWriter;
     note_running_component(on_device);

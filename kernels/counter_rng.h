@@ -51,6 +51,8 @@ enum Kind : int { kInput = 0, kOldToken = 1 };
 /// Elements per random word: 4 old-token elements or 2 input elements (16
 /// and 32 of its bits): the fills of multi-gigabyte caches are bound by the hash.
 KVH_HOST_DEVICE inline unsigned per_word(int kind) { return kind == kOldToken ? 4u : 2u; }
+/// log2(per_word(kind)): index arithmetic by shifts, not divisions, in the fill loops.
+KVH_HOST_DEVICE inline unsigned per_word_log2(int kind) { return kind == kOldToken ? 2u : 1u; }
 
 /// Element `lane` (< per_word(kind)) of random word `w`, as f16 bits (bf16
 /// false) or bf16 bits (bf16 true).
@@ -68,8 +70,8 @@ KVH_HOST_DEVICE inline uint16_t bits16_of_word(int kind, bool bf16, uint64_t w, 
 
 /// Element `i` of a stream, as f16 bits (bf16 false) or bf16 bits (bf16 true).
 KVH_HOST_DEVICE inline uint16_t bits16(int kind, bool bf16, uint64_t key, uint64_t i) {
-  const unsigned per = per_word(kind);
-  return bits16_of_word(kind, bf16, at(key, i / per), unsigned(i % per));
+  const unsigned sh = per_word_log2(kind);
+  return bits16_of_word(kind, bf16, at(key, i >> sh), unsigned(i & ((1u << sh) - 1)));
 }
 
 /// The streams of one case (stream_key's second argument).

@@ -77,6 +77,12 @@ class Buffer {
 /// Waits for all device work; throws Error with the runtime's text if it failed
 /// (device_lost() set when the failure is sticky).
 void synchronize();
+/// Waits for the harness's own device work (fills, the reference writer,
+/// copies) and throws Error if it failed: called before a kernel under test
+/// is launched, so that an error of the harness's kernels is never blamed on
+/// it, and between cases, so that a pooled buffer is reused only after
+/// everything that used it has finished. Not counted by testing::inject_fault.
+void settle();
 /// False once the device context is unusable: a sticky fault (probed by
 /// clearing the last error and synchronising again: a sticky error comes
 /// back), or a fault injected through testing::inject_fault.

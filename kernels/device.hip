@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -85,7 +86,19 @@ Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: buffers may be freed during static destruction
   return *p;
 }
+// Under AddressSanitizer, or with KVH_NO_POOL set, every buffer is a fresh
+// allocation: a pooled buffer may be larger than asked and is never freed, so
+// ASan would miss an access past a buffer's end or after its release.
+bool pool_enabled() {
+#if defined(__SANITIZE_ADDRESS__)
+  return false;
+#else
+  static const bool on = std::getenv("KVH_NO_POOL") == nullptr;
+  return on;
+#endif
+}
 void* pool_take(size_t bytes, size_t& cap) {
+  if (!pool_enabled()) return nullptr;
   Pool& p = pool();
   std::lock_guard<std::mutex> lk(p.m);
   auto it = p.free.lower_bound(bytes);
@@ -104,7 +117,7 @@ void pool_release_all() {
   p.held = 0;
 }
 void pool_give(void* ptr, size_t cap) {
-  if (g_faulted) return (void)hipFree(ptr);
+  if (g_faulted || !pool_enabled()) return (void)hipFree(ptr);
   Pool& p = pool();
   std::lock_guard<std::mutex> lk(p.m);
   if (p.held + cap > kPoolLimit) return (void)hipFree(ptr);
@@ -166,6 +179,11 @@ void synchronize() {
   }
   check(hipDeviceSynchronize(), "hipDeviceSynchronize");
   check(hipGetLastError(), "kernel");
+}
+
+void settle() {
+  check(hipDeviceSynchronize(), "hipDeviceSynchronize (the harness's own device work)");
+  check(hipGetLastError(), "the harness's own kernels");
 }
 
 bool healthy() { return !g_faulted && !context_lost(); }

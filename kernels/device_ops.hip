@@ -69,12 +69,12 @@ __global__ void fill_view16_kernel(uint16_t* base, View16 v, int inner, uint64_t
       rest /= v.shape[d];
     }
     // One random word serves per_word consecutive logical elements.
-    const unsigned per = rng::per_word(kind);
-    uint64_t idx = r * uint64_t(n1 * n2), word = rng::at(key, idx / per);
+    const unsigned sh = rng::per_word_log2(kind), mask = (1u << sh) - 1;
+    uint64_t idx = r * uint64_t(n1 * n2), word = rng::at(key, idx >> sh);
     for (int64_t a = 0; a < n2; ++a)
       for (int64_t b = 0; b < n1; ++b, ++idx) {
-        if (idx % per == 0) word = rng::at(key, idx / per);
-        base[off + a * s2 + b * s1] = rng::bits16_of_word(kind, bf16 != 0, word, unsigned(idx % per));
+        if ((idx & mask) == 0) word = rng::at(key, idx >> sh);
+        base[off + a * s2 + b * s1] = rng::bits16_of_word(kind, bf16 != 0, word, unsigned(idx & mask));
       }
   }
 }
@@ -191,9 +191,11 @@ void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t k
     v.shape[0] = n / cols, v.shape[1] = cols;
     v.stride[1] = view.stride[0], v.stride[0] = cols * view.stride[0];
   }
-  const int inner = 2;
+  const int inner = v.ndim >= 3 ? 2 : 1;  // at least one outer dim left to spread over threads
 #endif
-  const uint64_t items = uint64_t(n / (inner ? v.shape[v.ndim - 1] * v.shape[v.ndim - 2] : 1));
+  int64_t per_item = 1;
+  for (int d = v.ndim - inner; d < v.ndim && inner; ++d) per_item *= v.shape[d];
+  const uint64_t items = uint64_t(n / per_item);
   hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(items)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base), v,
                      inner, items, kind, int(bf16), key);
   check_launch("fill_view16");
@@ -241,9 +243,10 @@ int64_t first_difference(const void* a, const void* b, size_t n) {
   check_launch("first_difference");
   std::vector<int64_t> first(threads);
   d_first.download(first.data(), threads * 8);
+  int64_t found = -1;  // the least: thread 0 also scans the tail past the last whole word
   for (int64_t f : first)
-    if (f >= 0) return f;
-  return -1;
+    if (f >= 0 && (found < 0 || f < found)) found = f;
+  return found;
 #endif
 }
 
