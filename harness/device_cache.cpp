@@ -107,7 +107,8 @@ DeviceQkv make_device_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, DType 
     device::fill_view16(out.buf.get(), view16(StridedView{{elems}, {1}, 0}), rng::kOldToken, bf16,
                         rng::stream_key(data_seed, rng::kFiller));
   if (T == 0) return out;
-  if (nh) device::fill_view16(out.buf.get(), view16(out.views.q), rng::kInput, bf16, rng::stream_key(data_seed, q_stream));
+  if (nh && q_stream)  // 0: the query columns keep the filler (a write reads no query)
+    device::fill_view16(out.buf.get(), view16(out.views.q), rng::kInput, bf16, rng::stream_key(data_seed, q_stream));
   device::fill_view16(out.buf.get(), view16(out.views.k), rng::kInput, bf16, rng::stream_key(data_seed, k_stream));
   device::fill_view16(out.buf.get(), view16(out.views.v), rng::kInput, bf16, rng::stream_key(data_seed, v_stream));
   return out;

@@ -49,7 +49,7 @@ class DeviceArena {
 
 /// A fused QKV buffer [num_tokens, (num_heads + 2*num_kv_heads) * head_size]
 /// in device memory, generated there: stream kFiller everywhere (columns a
-/// kernel must not read), then the q, k and v views from streams q_stream,
+/// kernel must not read), then the q (unless q_stream is 0), k and v views from streams q_stream,
 /// k_stream and v_stream of data_seed (logical order [num_tokens, heads,
 /// head_size], so the host's counter16 of the same stream is the same tensor).
 struct DeviceQkv {

@@ -86,8 +86,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     expected.copy_from(cache);  // the reference writer's starting point
     // Inputs: K/V of the case's streams in a fused QKV buffer (the query columns are filler).
     enter_phase(Phase::Inputs);
-    const DeviceQkv qkv = make_device_qkv(T, c.num_heads, H, D, c.dtype, r.data_seed, rng::kFiller, rng::kKeys,
-                                          rng::kValues);
+    const DeviceQkv qkv = make_device_qkv(T, c.num_heads, H, D, c.dtype, r.data_seed, 0, rng::kKeys, rng::kValues);
     device::Buffer qkv_before(qkv.buf.size());
     device::copy_d2d(qkv_before.get(), qkv.buf.get(), qkv.buf.size());
     enter_phase(Phase::Copy);

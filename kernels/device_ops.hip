@@ -1,6 +1,7 @@
 #include "device_ops.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,7 +29,6 @@ constexpr uint64_t kSentinelChunk = 8;  // bytes a thread fills per step: neighb
 // worker, and long contiguous runs per thread, keep the calls few and the loops
 // vectorisable.
 constexpr uint64_t kMaxBlocks = 8;
-constexpr uint64_t kSentinelChunk = 1 << 16;
 #endif
 
 void check_launch(const char* what) {
@@ -41,6 +41,7 @@ unsigned blocks_for(uint64_t work, uint64_t per_thread = 1) {
   return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((threads + kThreads - 1) / kThreads, kMaxBlocks)));
 }
 
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
 __global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n, uint64_t first) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t c = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; c * kSentinelChunk < n; c += stride) {
@@ -52,6 +53,7 @@ __global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n, uint64_t first) {
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_sentinel_kernel);
+#endif
 
 // A work item is the `inner` innermost dims of the view (host: a row of the
 // two innermost, so the outer index arithmetic is paid once per row; GPU: one
@@ -171,9 +173,24 @@ void fill_sentinel(void* bytes, size_t n) { fill_sentinel_at(bytes, n, 0); }
 
 void fill_sentinel_at(void* bytes, size_t n, uint64_t first) {
   if (!n) return;
+#if !defined(KVH_BACKEND_HIP) && !defined(KVH_BACKEND_CUDA)
+  // Host memory: the pattern repeats every 65,536 bytes, so copy it from two periods of it.
+  static const std::vector<uint8_t> pattern = [] {
+    std::vector<uint8_t> p(2 << 16);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8));
+    return p;
+  }();
+  auto* b = static_cast<uint8_t*>(bytes);
+  for (size_t done = 0; done < n;) {
+    const size_t len = std::min<size_t>(n - done, 1 << 16);
+    std::memcpy(b + done, pattern.data() + (first + done) % (1 << 16), len);
+    done += len;
+  }
+#else
   hipLaunchKernelGGL(fill_sentinel_kernel, dim3(blocks_for(n, kSentinelChunk)), dim3(kThreads), 0, 0,
                      static_cast<uint8_t*>(bytes), uint64_t(n), first);
   check_launch("fill_sentinel");
+#endif
 }
 
 void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key) {
