@@ -11,6 +11,8 @@
 #include "counter_rng.h"
 #include "parallel.h"
 #include "views.h"
+#include "cache_writer.h"
+#include "values.h"
 #include "write_check.h"
 
 namespace kvh {
@@ -135,7 +137,29 @@ void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* 
                           slot_mapping, num_tokens, L.geo.block_size);
 }
 
-Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
+GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes) {
+  GuardedArena h(L.storage_elems, 2, margin_bytes, GuardedArena::Uninitialized{});
+  const int64_t n = int64_t(h.bytes().size());
+  parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) h.bytes()[size_t(i)] = GuardedArena::sentinel(i);
+  });
+  uint16_t* st = h.storage_as<uint16_t>();
+  const bool bf16 = dtype == DType::BF16;
+  for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
+    const uint64_t key = rng::stream_key(data_seed, stream);
+    const int64_t inner = view->shape[0] ? view->numel() / view->shape[0] : 0;
+    parallel_for(view->shape[0], 1, [&](int64_t b, int64_t e) {
+      StridedView part = *view;
+      part.shape[0] = e - b;
+      part.offset += b * view->stride[0];
+      uint64_t i = uint64_t(b * inner);  // logical index, as the device fill numbers elements
+      for_each_offset(part, [&](int64_t off) { st[off] = rng::bits16(rng::kOldToken, bf16, key, i++); });
+    });
+  }
+  return h;
+}
+
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const WriterInputs& in, const DeviceArena& expected,
                                const DeviceArena& actual) {
   const int64_t first = actual.first_difference(expected);
   if (first < 0) {  // the device says equal: nothing to download
@@ -143,16 +167,35 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
     pass.max_abs_err = pass.max_rel_err = 0.0;
     return pass;
   }
-  // Something differs: explain it on the host (which elements, whose memory, how wrong). The
-  // cache before the writer is the fill again: it is a pure function of the seed.
+  // Something differs: explain it on the host (which elements, whose memory, how wrong).
   try {
-    enter_phase(Phase::AllocFill);
-    DeviceArena before(actual.storage_elems(), actual.margin_bytes());
-    before.fill_cache(L, dtype, data_seed);
     enter_phase(Phase::Copy);
-    const GuardedArena b = before.download(), e = expected.download(), a = actual.download();
+    const GuardedArena a = actual.download();
+    enter_phase(Phase::Reference);
+    const GuardedArena b = host_fill_cache(L, dtype, in.data_seed, actual.margin_bytes());
+    GuardedArena e = b;
+    const int64_t T = int64_t(in.slots->size()), row = L.geo.num_kv_heads * L.geo.head_size;
+    auto stream = [&](uint64_t s) {
+      const U16Buffer buf = counter16(dtype, rng::kInput, rng::stream_key(in.data_seed, s), size_t(T * row));
+      return std::vector<uint16_t>(buf.begin(), buf.end());
+    };
+    std::vector<uint16_t> own_key, own_value;  // the streams, when the case did not reshape them
+    const std::vector<uint16_t>& key = in.key ? *in.key : (own_key = stream(rng::kKeys));
+    const std::vector<uint16_t>& value = in.value ? *in.value : (own_value = stream(rng::kValues));
+    parallel_for(T, 256, [&](int64_t t0, int64_t t1) {
+      reference::write_cache(L, key.data(), value.data(), in.slots->data(), t0, t1 - t0, e.storage_as<uint16_t>());
+    });
     enter_phase(Phase::Check);
     Verdict v = check_write(L, dtype, b, e, a);
+    if (v.status == Status::Pass) {
+      Verdict h;
+      add_cause(h, component::kHarness, reason::kHarnessError,
+                fmt::format("the device's reference writer and the host's disagree (first at arena byte {}): the "
+                            "writer's output matches the host's",
+                            first),
+                true);
+      return h;
+    }
     attribute(v, component::kWriter);
     return v;
   } catch (const std::bad_alloc&) {

@@ -74,12 +74,30 @@ void set_qkv_from_host(DeviceQkv& f, const std::vector<uint16_t>* query, const s
 void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
                           const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens);
 
+/// The host's copy of what DeviceArena::fill_cache makes (sentinels, then
+/// old tokens in every element L's views own), computed on all cores.
+GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes);
+
+/// What the writer was given, on the host: key and value logical
+/// [num_tokens, num_kv_heads * head_size], and slot_mapping [num_tokens].
+/// key/value null: the case's streams kKeys / kValues of data_seed.
+struct WriterInputs {
+  uint64_t data_seed = 0;
+  const std::vector<uint16_t>* key = nullptr;
+  const std::vector<uint16_t>* value = nullptr;
+  const std::vector<int64_t>* slots = nullptr;
+};
+
 /// Judges a writer's cache on the device: `actual` against `expected` (the
-/// fill of data_seed with reference_write_into applied). Equal: PASS, nothing
-/// downloaded. Different: the fill is made again as `before`, the three
-/// arenas come to the host and check_write explains the difference
-/// (component "writer").
-Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
+/// fill of in.data_seed with reference_write_into applied). Equal: PASS,
+/// nothing downloaded. Different: only `actual` comes to the host; the cache
+/// before the writer and the reference's are made again there
+/// (host_fill_cache, reference::write_cache: a second, independent reference
+/// writer) and check_write explains the difference (component "writer"). If
+/// the host's reference agrees with `actual` where the device's did not,
+/// the harness is at fault (harness_error). Without host memory for the
+/// explanation, still a FAIL naming the first differing byte.
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const WriterInputs& in, const DeviceArena& expected,
                                const DeviceArena& actual);
 
 }  // namespace kvh

@@ -94,6 +94,9 @@ TEST(DeviceCache, FillsMatchTheHostGeneratorAndTheArenaSentinel) {
   DeviceArena dev(L.storage_elems, 512);
   dev.fill_cache(L, DType::F16, 42);
   const GuardedArena got = dev.download();
+  // The host's copy of the fill (the explanation of a failing writer starts from it) is the same, byte for byte.
+  ASSERT_TRUE(host_fill_cache(L, DType::F16, 42, 512).bytes() == got.bytes());
+  ASSERT_FALSE(host_fill_cache(L, DType::F16, 43, 512).bytes() == got.bytes());
   const auto old_k = counter16(DType::F16, rng::kOldToken, rng::stream_key(42, rng::kOldKeys), size_t(L.key.numel()));
   std::vector<uint8_t> owned(size_t(L.storage_elems), 0);
   int64_t i = 0;
