@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "case_file.h"
+#include "case_file_test_util.h"
 #include "route_boundaries.h"
 
 namespace kvh {
@@ -15,14 +16,7 @@ const std::string kHead =
     "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\nblock_sizes = [16]\n"
     "dtypes = [\"bf16\"]\ncontext_lens = [1, 30]\n";  // lines 1-7
 
-void expect_error(const std::string& text, const std::string& needle) {
-  try {
-    parse_case_text(text, "bad.toml");
-    ADD_FAILURE() << "no error for:\n" << text;
-  } catch (const CaseFileError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what() << "\nwanted: " << needle;
-  }
-}
+using testing::expect_error;
 
 TEST(CaseFileValues, AxisCrossesTheCasesAndOnlyNonDefaultValuesChangeIds) {
   const auto cases = parse_case_text(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\nvalues = [\"normal\", \"sink\", \"large\"]\n",

@@ -1,4 +1,5 @@
 #include "case_file.h"
+#include "case_file_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -40,14 +41,7 @@ TEST(CaseFile, ExpandsTheCartesianProductWithPerRankHeads) {
   EXPECT_EQ(cases.back().num_heads, 1);
 }
 
-void expect_error(const std::string& text, const std::string& needle) {
-  try {
-    parse_case_text(text, "bad.toml");
-    ADD_FAILURE() << "no error for:\n" << text;
-  } catch (const CaseFileError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what() << "\nwanted: " << needle;
-  }
-}
+using testing::expect_error;
 
 TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
   expect_error("[[write]]\nmodels = [\"nope\"]\n", "bad.toml:2: field 'models': unknown value 'nope'; expected one of");
