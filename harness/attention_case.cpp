@@ -324,8 +324,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       on_device = component::kHarness;
       note_running_component(on_device);
       enter_phase(Phase::Check);
-      const WriterInputs in{r.data_seed, shaped ? &shaped->key : nullptr, shaped ? &shaped->value : nullptr, &s.slots};
-      const Verdict wv = check_writer_on_device(L, c.dtype, in, snapshot, cache);
+      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache);
       for (auto& cause : wv.causes) {
         writer_failed = true;
         add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);

@@ -78,26 +78,14 @@ void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* 
 /// old tokens in every element L's views own), computed on all cores.
 GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes);
 
-/// What the writer was given, on the host: key and value logical
-/// [num_tokens, num_kv_heads * head_size], and slot_mapping [num_tokens].
-/// key/value null: the case's streams kKeys / kValues of data_seed.
-struct WriterInputs {
-  uint64_t data_seed = 0;
-  const std::vector<uint16_t>* key = nullptr;
-  const std::vector<uint16_t>* value = nullptr;
-  const std::vector<int64_t>* slots = nullptr;
-};
-
 /// Judges a writer's cache on the device: `actual` against `expected` (the
-/// fill of in.data_seed with reference_write_into applied). Equal: PASS,
-/// nothing downloaded. Different: only `actual` comes to the host; the cache
-/// before the writer and the reference's are made again there
-/// (host_fill_cache, reference::write_cache: a second, independent reference
-/// writer) and check_write explains the difference (component "writer"). If
-/// the host's reference agrees with `actual` where the device's did not,
-/// the harness is at fault (harness_error). Without host memory for the
-/// explanation, still a FAIL naming the first differing byte.
-Verdict check_writer_on_device(const CacheLayout& L, DType dtype, const WriterInputs& in, const DeviceArena& expected,
+/// fill of data_seed with reference_write_into applied). Equal: PASS,
+/// nothing downloaded. Different: `actual` and `expected` come to the host,
+/// the cache as the writer found it is made again there (host_fill_cache:
+/// a pure function of the seed), and check_write explains the difference
+/// (component "writer"). Without host memory for the explanation (the large
+/// layouts), still a FAIL naming the first differing byte.
+Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
                                const DeviceArena& actual);
 
 }  // namespace kvh

@@ -29,14 +29,9 @@ int64_t cache_offset(const CacheLayout& L, bool is_value, int64_t b, int64_t h, 
 
 void write_cache(const CacheLayout& L, const std::vector<uint16_t>& key, const std::vector<uint16_t>& value,
                  const std::vector<int64_t>& slot_mapping, uint16_t* storage) {
-  write_cache(L, key.data(), value.data(), slot_mapping.data(), 0, int64_t(slot_mapping.size()), storage);
-}
-
-void write_cache(const CacheLayout& L, const uint16_t* key, const uint16_t* value, const int64_t* slot_mapping,
-                 int64_t first, int64_t count, uint16_t* storage) {
   const auto& g = L.geo;
   const int64_t per_token = g.num_kv_heads * g.head_size;
-  for (int64_t tok = first; tok < first + count; ++tok) {
+  for (size_t tok = 0; tok < slot_mapping.size(); ++tok) {
     const int64_t slot = slot_mapping[tok];
     if (slot < 0) continue;
     const int64_t block = slot / g.block_size, t = slot % g.block_size;
@@ -45,7 +40,7 @@ void write_cache(const CacheLayout& L, const uint16_t* key, const uint16_t* valu
                               std::to_string(g.num_blocks) + " blocks");
     for (int64_t h = 0; h < g.num_kv_heads; ++h)
       for (int64_t d = 0; d < g.head_size; ++d) {
-        const size_t src = size_t(tok) * size_t(per_token) + size_t(h * g.head_size + d);
+        const size_t src = tok * size_t(per_token) + size_t(h * g.head_size + d);
         storage[cache_offset(L, false, block, h, t, d)] = key[src];
         storage[cache_offset(L, true, block, h, t, d)] = value[src];
       }

@@ -21,10 +21,5 @@ int64_t cache_offset(const CacheLayout& L, bool is_value, int64_t block, int64_t
 /// the cache.
 void write_cache(const CacheLayout& L, const std::vector<uint16_t>& key, const std::vector<uint16_t>& value,
                  const std::vector<int64_t>& slot_mapping, uint16_t* storage);
-/// The same for tokens [first, first + count) of key, value and slot_mapping
-/// given as pointers to their element 0 (callers split tokens across threads:
-/// distinct slots never share an element).
-void write_cache(const CacheLayout& L, const uint16_t* key, const uint16_t* value, const int64_t* slot_mapping,
-                 int64_t first, int64_t count, uint16_t* storage);
 
 }  // namespace kvh::reference
