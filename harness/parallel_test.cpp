@@ -56,7 +56,7 @@ TEST(Phases, ACaseTimeGoesToOnePhaseAtATimeAndAddsUp) {
     enter_phase(Phase::Check);
   }
   EXPECT_GE(t[size_t(Phase::Inputs)], 19.0);
-  EXPECT_LT(t[size_t(Phase::Check)], 5.0);
+  EXPECT_LT(t[size_t(Phase::Check)], t[size_t(Phase::Inputs)]);  // closed right after it opened
   EXPECT_EQ(t[size_t(Phase::Launch)], 0.0);
   enter_phase(Phase::Launch);  // no clock: nothing to charge, no crash
   const auto totals = phase_totals({t, t});
