@@ -1,5 +1,7 @@
 #include "arena.h"
 
+#include "parallel.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -73,7 +75,9 @@ GuardedArena::GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t ma
     : storage_elems_(storage_elems), elem_bytes_(elem_bytes), margin_(margin_bytes) {
   if (margin_bytes % elem_bytes != 0) throw std::invalid_argument("arena margin must be whole elements");
   bytes_.resize(size_t(storage_elems * elem_bytes + 2 * margin_bytes));
-  for (size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = sentinel(int64_t(i));
+  parallel_for(int64_t(bytes_.size()), 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) bytes_[size_t(i)] = sentinel(i);
+  });
 }
 
 GuardedArena::GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes, Uninitialized)

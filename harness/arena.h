@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "guard_pattern.h"
+
 namespace kvh {
 
 /// Large host buffers backed by transparent huge pages where the kernel
@@ -36,13 +38,13 @@ using U16Buffer = std::vector<uint16_t, DefaultInitAllocator<uint16_t>>;
 class GuardedArena {
  public:
   /// storage_elems elements of elem_bytes each, with margin_bytes on both sides
-  /// (a multiple of elem_bytes). Filled with the sentinel.
+  /// (a multiple of elem_bytes). Filled with the sentinel (on all host cores).
   GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes);
   /// Same size, contents uninitialised: for buffers a download fills in full.
   struct Uninitialized {};
   GuardedArena(int64_t storage_elems, int64_t elem_bytes, int64_t margin_bytes, Uninitialized);
   /// Sentinel byte at arena byte `i` (not a constant: catches shifted copies).
-  static uint8_t sentinel(int64_t i) { return uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8)); }
+  static uint8_t sentinel(int64_t i) { return sentinel_byte(uint64_t(i)); }
 
   int64_t margin_bytes() const { return margin_; }
   int64_t elem_bytes() const { return elem_bytes_; }

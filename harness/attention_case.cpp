@@ -123,13 +123,6 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
   return out;
 }
 
-// Names arena byte `b` of a cache arena with `margin` bytes before the storage.
-std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b) {
-  if (b < margin) return "front arena margin";
-  const int64_t elem = (b - margin) / 2;
-  return elem < L.storage_elems ? L.describe(elem) : "back arena margin";
-}
-
 }  // namespace
 
 int64_t target_compute_units(const std::string& target) {

@@ -135,23 +135,20 @@ void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* 
                           slot_mapping, num_tokens, L.geo.block_size);
 }
 
+std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b) {
+  if (b < margin) return "front arena margin";
+  const int64_t elem = (b - margin) / 2;
+  return elem < L.storage_elems ? L.describe(elem) : "back arena margin";
+}
+
 GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes) {
-  GuardedArena h(L.storage_elems, 2, margin_bytes, GuardedArena::Uninitialized{});
-  const int64_t n = int64_t(h.bytes().size());
-  parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) h.bytes()[size_t(i)] = GuardedArena::sentinel(i);
-  });
+  GuardedArena h(L.storage_elems, 2, margin_bytes);  // sentinels everywhere
   uint16_t* st = h.storage_as<uint16_t>();
   const bool bf16 = dtype == DType::BF16;
   for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
     const uint64_t key = rng::stream_key(data_seed, stream);
-    const int64_t inner = view->shape[0] ? view->numel() / view->shape[0] : 0;
-    parallel_for(view->shape[0], 1, [&](int64_t b, int64_t e) {
-      StridedView part = *view;
-      part.shape[0] = e - b;
-      part.offset += b * view->stride[0];
-      uint64_t i = uint64_t(b * inner);  // logical index, as the device fill numbers elements
-      for_each_offset(part, [&](int64_t off) { st[off] = rng::bits16(rng::kOldToken, bf16, key, i++); });
+    parallel_for_each_offset(*view, [&](int64_t off, int64_t i) {
+      st[off] = rng::bits16(rng::kOldToken, bf16, key, uint64_t(i));
     });
   }
   return h;
@@ -188,8 +185,7 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
   add_cause(v, component::kWriter, owned ? reason::kMismatch : reason::kOutOfView,
             fmt::format("the cache differs from the reference writer's from arena byte {} ({}); no memory to "
                         "classify the rest (out of view, mismatched, unwritten)",
-                        first, first < actual.margin_bytes() || el >= L.storage_elems ? std::string("arena margin")
-                                                                                       : L.describe(el)));
+                        first, describe_arena_byte(L, actual.margin_bytes(), first)));
   return v;
 }
 

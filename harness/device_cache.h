@@ -3,6 +3,7 @@
 // their bytes only when a check has found something to explain.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "arena.h"
@@ -73,6 +74,10 @@ void set_qkv_from_host(DeviceQkv& f, const std::vector<uint16_t>* query, const s
 /// scribbles on its inputs must not move the reference with it.
 void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
                           const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens);
+
+/// Names arena byte `b` of a cache arena of L with `margin` bytes before the
+/// storage: "front arena margin", L.describe(element), "back arena margin".
+std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b);
 
 /// The host's copy of what DeviceArena::fill_cache makes (sentinels, then
 /// old tokens in every element L's views own), computed on all cores.

@@ -7,6 +7,7 @@
 
 #include "kvharness/provider.h"
 #include "layout.h"
+#include "parallel.h"
 
 namespace kvh {
 
@@ -37,6 +38,21 @@ template <class Fn> void for_each_offset(const StridedView& v, Fn&& fn) {
       idx[d] = 0;
     }
   }
+}
+
+/// for_each_offset on all host cores: fn(storage offset, logical index) for
+/// every element of v, the view split on its outermost dim (the logical index
+/// numbers elements in tensor order, as the device fills do).
+template <class Fn> void parallel_for_each_offset(const StridedView& v, Fn&& fn) {
+  if (v.shape.empty() || v.shape[0] == 0) return;
+  const int64_t inner = v.numel() / v.shape[0];
+  parallel_for(v.shape[0], 1, [&](int64_t b, int64_t e) {
+    StridedView part = v;
+    part.shape[0] = e - b;
+    part.offset += b * v.stride[0];
+    int64_t i = b * inner;
+    for_each_offset(part, [&](int64_t off) { fn(off, i++); });
+  });
 }
 
 }  // namespace kvh

@@ -28,12 +28,7 @@ Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& befor
   // across the host's cores), not a search per differing element.
   std::vector<uint8_t> owned(size_t(L.storage_elems), 0);
   for (const StridedView* view : {&L.key, &L.value})
-    parallel_for(view->shape[0], 1, [&](int64_t begin, int64_t end) {
-      StridedView part = *view;
-      part.shape[0] = end - begin;
-      part.offset += begin * view->stride[0];
-      for_each_offset(part, [&](int64_t off) { owned[size_t(off)] = 1; });
-    });
+    parallel_for_each_offset(*view, [&](int64_t off, int64_t) { owned[size_t(off)] = 1; });
   // Elements of the arena in chunks, each chunk tallied on its own, merged in order (the
   // first out-of-view element and the first worst element stay the first).
   struct Tally {

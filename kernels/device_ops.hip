@@ -8,6 +8,7 @@
 
 #include "counter_rng.h"
 #include "device.h"
+#include "guard_pattern.h"
 #include "kvh_runtime.h"
 
 namespace kvh::device {
@@ -46,10 +47,7 @@ __global__ void fill_sentinel_kernel(uint8_t* b, uint64_t n, uint64_t first) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t c = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; c * kSentinelChunk < n; c += stride) {
     const uint64_t begin = c * kSentinelChunk, end = begin + kSentinelChunk < n ? begin + kSentinelChunk : n;
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint64_t pos = first + i;
-      b[i] = uint8_t(0xA5u ^ uint8_t(pos * 0x3Bu) ^ uint8_t(pos >> 8));
-    }
+    for (uint64_t i = begin; i < end; ++i) b[i] = sentinel_byte(first + i);
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_sentinel_kernel);
@@ -177,7 +175,7 @@ void fill_sentinel_at(void* bytes, size_t n, uint64_t first) {
   // Host memory: the pattern repeats every 65,536 bytes, so copy it from two periods of it.
   static const std::vector<uint8_t> pattern = [] {
     std::vector<uint8_t> p(2 << 16);
-    for (size_t i = 0; i < p.size(); ++i) p[i] = uint8_t(0xA5u ^ uint8_t(i * 0x3Bu) ^ uint8_t(i >> 8));
+    for (size_t i = 0; i < p.size(); ++i) p[i] = sentinel_byte(i);
     return p;
   }();
   auto* b = static_cast<uint8_t*>(bytes);
