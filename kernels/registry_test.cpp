@@ -170,18 +170,15 @@ TEST(RegistryAbi2, CallerStructsCarryTheirSize) {
 // A provider compiled against a later header whose writer arguments have one
 // more field: it must see that field absent in what this harness passes.
 struct future_write_args {
-  uint32_t struct_size;
-  uint32_t reserved;
-  kvh_tensor key, value, key_cache, value_cache, slot_mapping;
-  int64_t block_size;
+  kvh_write_args now;   // every field this header has, then one more
   double future_scale;  // default 1.0 when absent
 };
-static_assert(offsetof(future_write_args, block_size) == offsetof(kvh_write_args, block_size), "prefix must match");
 
 int future_writer(void*, const kvh_write_args* raw, void*) {
   const auto* a = reinterpret_cast<const future_write_args*>(raw);
-  const double s = KVH_HAS_FIELD(a, future_write_args, future_scale) ? a->future_scale : 1.0;
-  static_cast<double*>(a->key_cache.data)[0] = s * double(a->block_size);
+  const bool has = a->now.struct_size >= offsetof(future_write_args, future_scale) + sizeof(double);
+  const double s = has ? a->future_scale : 1.0;
+  static_cast<double*>(a->now.key_cache.data)[0] = s * double(a->now.block_size);
   return 0;
 }
 
@@ -196,8 +193,8 @@ TEST(RegistryAbi2, ACalleeBuiltAgainstALargerArgsStructSeesNewFieldsAbsent) {
   EXPECT_EQ(got, 16.0) << "read past struct_size: future_scale is garbage, not its default";
   // Known-bad: a caller that claims the larger size makes the field visible.
   future_write_args big{};
-  std::memcpy(&big, &a, sizeof(a));
-  big.struct_size = sizeof(big);
+  big.now = a;
+  big.now.struct_size = sizeof(big);
   big.future_scale = 3.0;
   ASSERT_EQ(future_writer(nullptr, reinterpret_cast<const kvh_write_args*>(&big), nullptr), 0);
   EXPECT_EQ(got, 48.0);

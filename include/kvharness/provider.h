@@ -67,14 +67,41 @@ extern "C" {
 #define KVH_HAS_FIELD(ptr, T, field) \
   ((size_t)(ptr)->struct_size >= offsetof(T, field) + sizeof(((T*)0)->field))
 
-/** Element types. fp16 = IEEE binary16, bf16 = bfloat16, i64 = int64_t. */
-typedef enum kvh_dtype { KVH_DT_F16 = 1, KVH_DT_BF16 = 2, KVH_DT_I64 = 3, KVH_DT_F32 = 4, KVH_DT_I32 = 5 } kvh_dtype;
+/** Element types. fp16 = IEEE binary16, bf16 = bfloat16, i64 = int64_t.
+ *  FP8 codes (one byte each) appear only as cache dtypes (kvh_tensor.dtype of
+ *  key_cache/value_cache):
+ *  E4M3FN   (OCP FP8 E4M3, PyTorch float8_e4m3fn): bias 7, no Inf, NaN = S.1111.111, max 448, -0 exists;
+ *  E4M3FNUZ (PyTorch float8_e4m3fnuz, MI300's native fp8): bias 8, no Inf, no -0,
+ *           0x80 is the only NaN, max 240. The same bits decode 2x apart. */
+typedef enum kvh_dtype {
+  KVH_DT_F16 = 1, KVH_DT_BF16 = 2, KVH_DT_I64 = 3, KVH_DT_F32 = 4, KVH_DT_I32 = 5,
+  KVH_DT_FP8_E4M3FN = 6, KVH_DT_FP8_E4M3FNUZ = 7
+} kvh_dtype;
 
-/** Cache formats (DESIGN.md table), tensor shapes outermost first, x = 16 / sizeof(element):
+/** Granularity of fp8 dequant scales (k_scales/v_scales tensors, f32, any strides):
+ *  NONE   no tensors; the float k_scale/v_scale of the reader args apply (1.0 for fp16/bf16 caches)
+ *  TENSOR [1]
+ *  HEAD   [num_kv_heads]
+ *  BLOCK  [num_blocks, num_kv_heads]             (physical block id, kv head)
+ *  TOKEN  [num_blocks, num_kv_heads, block_size] (per kv head and slot)
+ *  Cache value = fp8_decode(code) * scale; a writer stores fp8_encode(value / scale)
+ *  (round to nearest even, saturating to the format's largest finite value). */
+typedef enum kvh_scale_granularity {
+  KVH_SCALES_NONE = 0, KVH_SCALES_TENSOR = 1, KVH_SCALES_HEAD = 2, KVH_SCALES_BLOCK = 3, KVH_SCALES_TOKEN = 4
+} kvh_scale_granularity;
+
+/** Score modifiers a reader may support (kvh_capabilities.modifiers bits). */
+typedef enum kvh_modifier {
+  KVH_MOD_SLIDING_WINDOW = 1, KVH_MOD_SINKS = 2, KVH_MOD_SOFTCAP = 4, KVH_MOD_ALIBI = 8
+} kvh_modifier;
+
+/** Cache formats (DESIGN.md table), tensor shapes outermost first, x = 16 / sizeof(cache element):
  *  NHD:     K, V [num_blocks, block_size, num_kv_heads, head_size]
  *  PA_V1:   K [num_blocks, num_kv_heads, head_size/x, block_size, x]; V [num_blocks, num_kv_heads, head_size, block_size]
- *  SHUFFLE: K as PA_V1;  V [num_blocks, num_kv_heads, block_size/x, head_size, x]  */
-typedef enum kvh_cache_format { KVH_CACHE_NHD = 0, KVH_CACHE_PA_V1 = 1, KVH_CACHE_SHUFFLE = 2 } kvh_cache_format;
+ *  SHUFFLE: K as PA_V1;  V [num_blocks, num_kv_heads, block_size/x, head_size, x]
+ *  HND:     K, V [num_blocks, num_kv_heads, block_size, head_size]
+ *  All are strided views: head_interleaved caches are HND views whose head stride is not dense. */
+typedef enum kvh_cache_format { KVH_CACHE_NHD = 0, KVH_CACHE_PA_V1 = 1, KVH_CACHE_SHUFFLE = 2, KVH_CACHE_HND = 3 } kvh_cache_format;
 
 /** Where tensors live; the values are DLPack's DLDeviceType codes. */
 typedef enum kvh_device_type { KVH_DEVICE_CPU = 1, KVH_DEVICE_CUDA = 2, KVH_DEVICE_ROCM = 10 } kvh_device_type;
@@ -97,7 +124,11 @@ typedef struct kvh_write_args {
   uint32_t reserved; /* zero */
   kvh_tensor key, value, key_cache, value_cache, slot_mapping;
   int64_t block_size;
-  /* Later versions append fields here (fp8 scales, ...). */
+  /* ---- appended in kvharness 0.3 (fp8 caches) ---- */
+  int32_t kv_scales;          /* kvh_scale_granularity; 0 (NONE) for fp16/bf16 caches */
+  int32_t reserved2;          /* zero */
+  kvh_tensor k_scales, v_scales; /* f32, shapes per kvh_scale_granularity; data null when NONE */
+  /* Later versions append fields here. */
 } kvh_write_args;
 
 /** Arguments of a paged decode-attention reader: one query token per sequence. Growable.
@@ -121,7 +152,23 @@ typedef struct kvh_attention_args {
   int32_t partition_size; /* split-K partition in tokens; 0 = the kernel's default */
   void* workspace;
   uint64_t workspace_bytes;
-  /* Later versions append fields here (fp8 scale tensors, score modifiers, ...). */
+  /* ---- appended in kvharness 0.3 (fp8 caches, score modifiers) ----
+   * Score of query head h (local index) and token t of a sequence of L tokens:
+   *   s = scale * q.k;  s = softcap * tanh(s / softcap) when softcap > 0;
+   *   s += alibi_slopes[h] * (t - (L - 1)) when alibi_slopes.data is set;
+   *   t is masked when sliding_window > 0 and t < L - sliding_window;
+   *   softmax over the unmasked tokens plus, when sinks.data is set, one extra
+   *   logit sinks[h] that joins the denominator once and carries no value. */
+  int32_t kv_scales;          /* kvh_scale_granularity of k_scales/v_scales */
+  int32_t sliding_window;     /* left window in tokens, the query's own token included; 0 = off */
+  kvh_tensor k_scales, v_scales; /* f32, shapes per kvh_scale_granularity; data null when NONE */
+  float softcap;              /* logits soft-cap; 0 = off */
+  int32_t head_offset;        /* global index of local query head 0 (tp_rank * num_heads), for ALiBi */
+  kvh_tensor sinks;           /* f32 [num_heads], per local query head; data null = off */
+  kvh_tensor alibi_slopes;    /* f32 [num_heads], per local query head, from the global head index; null = off */
+  int64_t cache_block_size;   /* the cache manager's block size when it is a multiple of the kernel's
+                                 page (block_size); block_tables are in kernel pages; 0 = block_size */
+  /* Later versions append fields here. */
 } kvh_attention_args;
 
 typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
@@ -137,6 +184,10 @@ typedef struct kvh_capabilities {
   const int32_t* block_sizes;
   uint32_t cache_formats;     /* bit (1u << kvh_cache_format); 0: the kernel's cache_format only */
   int32_t max_gqa_ratio;      /* largest num_heads / num_kv_heads; 0: any */
+  /* ---- appended in kvharness 0.3 ---- */
+  uint32_t cache_dtypes;      /* bit (1u << kvh_dtype) per cache element type; 0: the K/V dtype only */
+  uint32_t kv_scales;         /* bit (1u << kvh_scale_granularity) per granularity; 0: NONE only */
+  uint32_t modifiers;         /* kvh_modifier bits; 0: none */
 } kvh_capabilities;
 
 typedef int (*kvh_write_fn)(void* context, const kvh_write_args* args, void* stream);
