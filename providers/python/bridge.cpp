@@ -192,6 +192,13 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["k_scale"] = double(a.k_scale);
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
+  // Score modifiers (provider.h): a Python reader receives the ones its signature names.
+  const bool mods = KVH_HAS_FIELD(&a, kvh_attention_args, alibi_slopes);
+  kw["sliding_window"] = mods ? a.sliding_window : 0;
+  kw["softcap"] = mods ? double(a.softcap) : 0.0;
+  kw["head_offset"] = mods ? a.head_offset : 0;
+  kw["sinks"] = mods && a.sinks.data ? capsule(a.sinks, b) : py::none();
+  kw["alibi_slopes"] = mods && a.alibi_slopes.data ? capsule(a.alibi_slopes, b) : py::none();
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
   return kw;
 }
@@ -297,6 +304,7 @@ void describe(Bridge& b, const py::list& kernels) {
     k->caps.num_block_sizes = int32_t(k->block_sizes.size());
     k->caps.dtypes = d["dtypes_mask"].cast<uint32_t>();
     k->caps.max_gqa_ratio = d["max_gqa_ratio"].cast<int32_t>();
+    k->caps.modifiers = d.contains("modifiers_mask") ? d["modifiers_mask"].cast<uint32_t>() : 0u;
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
     desc.name = k->name.c_str();
