@@ -375,14 +375,15 @@ ModifierAxes modifier_axes(const Ctx& c, const toml::table& t, int tp) {
     };
   };
   ModifierAxes m;
-  m.sliding_window = axis<int64_t>(c, t, "sliding_window", 0,
-                                   int_in("sliding_window", 0, 1 << 20, "a window in tokens in [1, 1048576], or 0 (off)"));
+  m.sliding_window = axis<int64_t>(
+      c, t, "sliding_window", 0, int_in("sliding_window", 0, 1 << 20, "a window in tokens in [1, 1048576], or 0 (off)"));
   m.sinks = axis<bool>(c, t, "sinks", false, boolean("sinks"));
   m.alibi = axis<bool>(c, t, "alibi", false, boolean("alibi"));
   m.softcap = axis<double>(c, t, "softcap", 0.0, [&c](const toml::node& e) {
     if (!e.is_number()) c.fail(e, "softcap", "expected a soft-cap > 0 (e.g. 30.0), or 0 (off), got " + type_name(e));
     const double v = *e.value<double>();
-    if (!(v >= 0 && v <= 1e6)) c.fail(e, "softcap", fmt::format("expected a soft-cap in (0, 1e6], or 0 (off), got {}", v));
+    if (!(v >= 0 && v <= 1e6))
+      c.fail(e, "softcap", fmt::format("expected a soft-cap in (0, 1e6], or 0 (off), got {}", v));
     return v;
   });
   m.tp_rank = axis<int64_t>(c, t, "tp_rank", 0,

@@ -39,9 +39,9 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "target") return c.target;
   if (key == "values") return to_string(c.values);
   if (key == "sliding_window") return std::to_string(c.sliding_window);
-  if (key == "sinks") return c.sinks ? "true" : "false";
+  if (key == "sinks") return c.sinks ? "1" : "0";  // as compare reads a results.json boolean
   if (key == "softcap") return json_double(c.softcap);
-  if (key == "alibi") return c.alibi ? "true" : "false";
+  if (key == "alibi") return c.alibi ? "1" : "0";
   if (key == "tp_rank") return std::to_string(c.tp_rank);
   if (key == "partition_size") return std::to_string(c.partition_size);
   return "";
@@ -58,7 +58,7 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "dtype") return {"fp16", "bf16"};
   if (key == "shuffle") return {"0", "1"};
   if (key == "values") return {"normal", "sink", "large"};
-  if (key == "sinks" || key == "alibi") return {"true", "false"};
+  if (key == "sinks" || key == "alibi") return {"0", "1"};
   return {};
 }
 }  // namespace
