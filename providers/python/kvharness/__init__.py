@@ -131,8 +131,9 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     "sinks", "softcap", "alibi" (provider.h gives their exact semantics); a case
     using another one is UNSUPPORTED (misroute when routed). The reader receives
     sliding_window (int, 0 = off), softcap (float, 0 = off), head_offset (int),
-    sinks and alibi_slopes (float32 [num_heads] tensors, or None = off) when its
-    signature names them (any keyword a signature lacks is never passed).
+    sinks and alibi_slopes (float32 [num_heads] tensors, or None = off) when it
+    declares any modifier and its signature names them (a keyword a signature
+    lacks is never passed; a reader that declares none never gets them).
     """
     def deco(fn):
         if workspace_bytes is not None and not callable(workspace_bytes):
