@@ -31,6 +31,38 @@ std::optional<ValueDist> parse_value_dist(const std::string& s) {
   return std::nullopt;
 }
 
+const char* to_string(Stale s) {
+  switch (s) {
+    case Stale::Random: return "random";
+    case Stale::Nan: return "nan";
+    case Stale::Inf: return "inf";
+  }
+  return "?";
+}
+
+std::optional<Stale> parse_stale(const std::string& s) {
+  for (auto v : {Stale::Random, Stale::Nan, Stale::Inf})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::string block_table_padding_name(int64_t padding) {
+  return padding < 0 ? std::string("-1") : fmt::format("num_blocks+{}", padding);
+}
+
+std::optional<int64_t> parse_block_table_padding(const std::string& s) {
+  if (s == "-1") return -1;
+  const std::string prefix = "num_blocks+";
+  if (s.rfind(prefix, 0) != 0 || s.size() == prefix.size() || s.size() > prefix.size() + 3) return std::nullopt;
+  int64_t k = 0;
+  for (size_t i = prefix.size(); i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    k = k * 10 + (s[i] - '0');
+  }
+  if (k > kMaxPaddingK) return std::nullopt;
+  return k;
+}
+
 namespace {
 std::string kernels_of(const Case& c) {
   if (c.kind == CaseKind::Write) return c.writer;
@@ -58,7 +90,10 @@ std::string Case::id() const {
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
   const std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
-  const std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
+  std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
+  if (stale != Stale::Random) vals += fmt::format("/stale={}", to_string(stale));
+  if (block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(block_table_padding);
+  if (min_block_id != 1) vals += fmt::format("/minblock={}", min_block_id);
   std::string mods;
   if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);
   if (sinks) mods += "/sinks";
@@ -87,7 +122,10 @@ std::string json_double(double v) {
 int Case::shuffle() const {
   if (!router_policy.empty()) return 1;  // both routed readers read the shuffled V layout
   const std::string& k = kind == CaseKind::Write || reader.empty() ? writer : reader;
-  return k.find("shuffle") != std::string::npos || k == "paged_attention_rocm" || k == "pa_fwd_asm" ? 1 : 0;
+  return k.find("shuffle") != std::string::npos || k == "paged_attention_rocm" || k == "pa_fwd_asm" ||
+                 k == "fixture_mask_by_zero" || k == "fixture_prefetch_past_last_page"
+             ? 1
+             : 0;
 }
 
 }  // namespace kvh

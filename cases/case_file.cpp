@@ -169,7 +169,9 @@ void add_case(const Ctx& c, const toml::table& t, std::vector<Case>& out, Case&&
                                              kMaxCasesPerFile));
   // K and V of every token, 2 bytes an element (fp16 and bf16). The large
   // layout sizes its cache by its own rule (layout.h), not by the tokens.
-  const int64_t tokens = k.kind == CaseKind::Write ? k.batch_size : k.batch_size * k.context_len_max;
+  // A decode case's blocks below min_block_id are cache too (unused, but allocated).
+  const int64_t tokens = k.kind == CaseKind::Write ? k.batch_size
+                                                   : k.batch_size * k.context_len_max + (k.min_block_id - 1) * k.block_size;
   const int64_t bytes = tokens * k.num_kv_heads * k.head_size * 2 * 2;  // each factor <= 2^36, 2^12, 2^10
   if (k.layout != Scheme::Large && bytes > kMaxKvCacheBytes)
     c.fail(t, k.kind == CaseKind::Write ? "num_tokens" : "batch_sizes",
@@ -462,7 +464,8 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
              "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries",
-             "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size"});
+             "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size", "stale",
+             "block_table_padding", "min_block_id"});
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));
@@ -504,6 +507,21 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   std::vector<ValueDist> values;
   for (const auto& v : strings(c, t, "values", false, {"normal", "sink", "large"})) values.push_back(*parse_value_dist(v));
   if (values.empty()) values = {ValueDist::Normal};
+  std::vector<Stale> stales;
+  for (const auto& v : strings(c, t, "stale", false, {"random", "nan", "inf"})) stales.push_back(*parse_stale(v));
+  if (stales.empty()) stales = {Stale::Random};
+  int64_t padding = -1;
+  if (const toml::node* n = t.get("block_table_padding")) {
+    const std::optional<std::string> text = n->value<std::string>();
+    const std::optional<int64_t> parsed = text && n->is_string() ? parse_block_table_padding(*text) : std::nullopt;
+    if (!parsed)
+      c.fail(*n, "block_table_padding",
+             fmt::format("expected \"-1\" or \"num_blocks+K\" with K an integer in [0, {}], got {}", kMaxPaddingK,
+                         text && n->is_string() ? "'" + *text + "'" : type_name(*n)));
+    padding = *parsed;
+  }
+  // Block ids are int32 in block_tables; the cache grows with the first id (see cases/large_readers.toml).
+  const int64_t min_block_id = integer(c, t, "min_block_id", 1, 1, int64_t(1) << 30);
   const RouteExpectation table_route = route_expectation(c, t);
   bool boundaries = false;
   if (const toml::node* b = t.get("route_boundaries")) {
@@ -535,23 +553,27 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
       for (const auto& lens : rows)
         for (ValueDist vd : values)
           for_each_modifiers(mods, [&](const Case& modified) {
-            for (int64_t seed : seeds) {
-              Case k = modified;
-              k.batch_size = int64_t(lens.size());
-              if (lens.front() > 0) k.context_lens = lens;
-              k.writer = v.writer;
-              k.reader = v.reader;
-              k.router_policy = v.router;
-              k.target = v.router.empty() ? "" : target;
-              k.high_precision = hp;
-              k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
-              k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
-              k.variant_name = v.name;
-              k.values = vd;
-              k.seed = uint64_t(seed);
-              if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
-              add_case(c, t, out, std::move(k));
-            }
+            for (Stale st : stales)
+              for (int64_t seed : seeds) {
+                Case k = modified;
+                k.batch_size = int64_t(lens.size());
+                if (lens.front() > 0) k.context_lens = lens;
+                k.writer = v.writer;
+                k.reader = v.reader;
+                k.router_policy = v.router;
+                k.target = v.router.empty() ? "" : target;
+                k.high_precision = hp;
+                k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
+                k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
+                k.variant_name = v.name;
+                k.values = vd;
+                k.stale = st;
+                k.block_table_padding = padding;
+                k.min_block_id = min_block_id;
+                k.seed = uint64_t(seed);
+                if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
+                add_case(c, t, out, std::move(k));
+              }
           }, base);
     }
   });

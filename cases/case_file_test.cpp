@@ -44,6 +44,45 @@ TEST(CaseFile, ExpandsTheCartesianProductWithPerRankHeads) {
 
 using testing::expect_error;
 
+// Issue 11: the stale axis is crossed in; padding and min_block_id are per table; ids change only off the defaults.
+TEST(CaseFile, StaleAxisPaddingAndMinBlockId) {
+  const std::string head = "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                           "batch_sizes = [4]\ncontext_lens = [1, 300]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\n"
+                           "readers = [\"paged_attention_rocm\"]\n";
+  const auto plain = parse_case_text(head, "t.toml");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].stale, Stale::Random);
+  EXPECT_EQ(plain[0].block_table_padding, -1);
+  EXPECT_EQ(plain[0].min_block_id, 1);
+  EXPECT_EQ(plain[0].id().find("stale"), std::string::npos) << "default ids keep their old form";
+  EXPECT_EQ(plain[0].id().find("pad="), std::string::npos);
+  const auto crossed = parse_case_text(head + "stale = [\"random\", \"nan\", \"inf\"]\nblock_table_padding = \"num_blocks+7\"\n"
+                                              "min_block_id = 70000\n", "t.toml");
+  ASSERT_EQ(crossed.size(), 3u);
+  EXPECT_EQ(crossed[1].stale, Stale::Nan);
+  EXPECT_EQ(crossed[2].stale, Stale::Inf);
+  EXPECT_EQ(crossed[2].block_table_padding, 7);
+  EXPECT_EQ(crossed[2].min_block_id, 70000);
+  EXPECT_NE(crossed[2].id().find("/stale=inf/pad=num_blocks+7/minblock=70000/s1"), std::string::npos) << crossed[2].id();
+  EXPECT_EQ(crossed[0].id().find("stale"), std::string::npos) << crossed[0].id();
+  EXPECT_EQ(parse_case_text(head + "block_table_padding = \"-1\"\n", "t.toml")[0].id(), plain[0].id());
+}
+
+TEST(CaseFile, BadStaleOrPaddingNamesTheFieldAndTheChoices) {
+  const std::string head = "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                           "batch_sizes = [4]\ncontext_lens = [1, 300]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\n"
+                           "readers = [\"paged_attention_rocm\"]\n";
+  expect_error(head + "stale = [\"zero\"]\n", "bad.toml:10: field 'stale': unknown value 'zero'; expected one of random, nan, inf");
+  expect_error(head + "block_table_padding = \"num_blocks+17\"\n",
+               "bad.toml:10: field 'block_table_padding': expected \"-1\" or \"num_blocks+K\" with K an integer in [0, 16], got 'num_blocks+17'");
+  expect_error(head + "block_table_padding = \"0\"\n", "field 'block_table_padding': expected \"-1\" or \"num_blocks+K\"");
+  expect_error(head + "block_table_padding = \"num_blocks+\"\n", "got 'num_blocks+'");
+  expect_error(head + "block_table_padding = -1\n", "got an integer");
+  expect_error(head + "min_block_id = 0\n", "field 'min_block_id': expected an integer in [1, 1073741824], got 0");
+  // The unused blocks below min_block_id are cache too: the per-case cache cap counts them.
+  expect_error(head + "min_block_id = 1073741824\n", "GiB of K/V cache; at most 64 GiB per case");
+}
+
 TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
   expect_error("[[write]]\nmodels = [\"nope\"]\n", "bad.toml:2: field 'models': unknown value 'nope'; expected one of");
   expect_error("[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = \"kv_first\"\n",

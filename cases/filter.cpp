@@ -14,7 +14,8 @@ const std::vector<std::string>& Filter::keys() {
                                           "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
                                           "writer",    "variant",    "seed",  "shuffle",
                                           "reader",    "router_policy", "target",  "values",
-                                          "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size"};
+                                          "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size",
+                                          "stale",     "block_table_padding"};
   return k;
 }
 
@@ -44,6 +45,8 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "alibi") return c.alibi ? "1" : "0";
   if (key == "tp_rank") return std::to_string(c.tp_rank);
   if (key == "partition_size") return std::to_string(c.partition_size);
+  if (key == "stale") return to_string(c.stale);
+  if (key == "block_table_padding") return c.kind == CaseKind::Write ? "" : block_table_padding_name(c.block_table_padding);
   return "";
 }
 
@@ -59,6 +62,7 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "shuffle") return {"0", "1"};
   if (key == "values") return {"normal", "sink", "large"};
   if (key == "sinks" || key == "alibi") return {"0", "1"};
+  if (key == "stale") return {"random", "nan", "inf"};
   return {};
 }
 }  // namespace

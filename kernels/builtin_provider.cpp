@@ -12,6 +12,8 @@ extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args
 extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_prefetch_past_last_page(const kvh_attention_args*, void*);
 
 namespace {
 
@@ -69,6 +71,16 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: paged_attention_rocm that ignores alibi_slopes and computes the ALiBi slopes from the "
         "per-rank head count (num_heads of the call) instead of the model's global head index",
         KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_fixture_mask_by_zero>(
+        "fixture_mask_by_zero",
+        "REGRESSION FIXTURE: shuffle-layout reader that reads every slot of a sequence's pages and masks the unused "
+        "tail by multiplying with zero (NaN/Inf in stale slots leak)",
+        KVH_CACHE_SHUFFLE, 1, nullptr),
+    reader_desc<kvh_fixture_prefetch_past_last_page>(
+        "fixture_prefetch_past_last_page",
+        "REGRESSION FIXTURE: shuffle-layout reader that also reads the page after a sequence's last one (a "
+        "block-table padding entry) and masks it by multiplying with zero",
+        KVH_CACHE_SHUFFLE, 1, nullptr),
 };
 
 }  // namespace
