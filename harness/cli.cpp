@@ -258,6 +258,11 @@ int cli_main(int argc, char** argv) {
   run->add_flag("--isolate,!--no-isolate", o.isolate,
                 "run the cases in worker processes: a kernel that aborts, faults or hangs is that case's CRASH and "
                 "the run goes on (default: on for GPU backends, off on cpu)");
+  run->add_option("--isolate-batch", o.isolate_batch,
+                  "with --isolate: at most this many cases per worker process (0: one worker for the run, a new one "
+                  "after each crash)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bool isolate_worker = false;
   run->add_flag("--isolate-worker", isolate_worker)->group("");  // internal: a worker of --isolate (isolate.h)
   std::string resume_dir;

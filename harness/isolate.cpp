@@ -175,10 +175,11 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
                              const RunReport& base) {
   RunReport rep = start_report(base, o);
   const size_t total = cases.size() + o.resumed.size();
-  // Groups: consecutive cases of one case-file table.
+  // Groups of o.isolate_batch cases (0: all), each started in a fresh worker.
   std::vector<std::vector<size_t>> groups;
   for (size_t i = 0; i < cases.size(); ++i) {
-    if (groups.empty() || cases[i].source != cases[groups.back().back()].source) groups.emplace_back();
+    if (groups.empty() || (o.isolate_batch > 0 && groups.back().size() >= size_t(o.isolate_batch)))
+      groups.emplace_back();
     groups.back().push_back(i);
   }
   int pass = 0, fail = 0, other = 0;

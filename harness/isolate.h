@@ -3,9 +3,12 @@
 // or hangs costs that case alone: it becomes CRASH (crash or timeout, the
 // component that was running named) and a fresh worker takes the rest.
 //
-// The parent (run_cases_isolated) splits the cases into groups (consecutive
-// cases of one case-file table, Case::source) and starts one worker per group,
-// `o.worker_command` with KVH_ISOLATE_CASES naming the cases by index. A
+// The parent (run_cases_isolated) splits the cases into groups of
+// o.isolate_batch consecutive cases (0, the default: one group) and starts one
+// worker per group, `o.worker_command` with KVH_ISOLATE_CASES naming the cases
+// by index; after a crash a fresh worker takes the rest of the group. (One
+// worker per run keeps the cost to one process start and, on a GPU, one
+// context creation, unless a kernel crashes.) A
 // worker (isolate_worker_main) writes JSON lines on file descriptor 3:
 //   {"start": I}                   case I begins
 //   {"component": "writer"}        the kernel now running (note_running_component)

@@ -58,6 +58,10 @@ isolate_crashes_cost_one_case)
     || fail "the abort's detail does not name SIGABRT"
   json "$r" "[c['detail'] for c in j['cases'] if c['writer']=='planted_wild_write'][0]" | grep -q "signal 11" \
     || fail "the wild write's detail does not name SIGSEGV"
+  # The same verdicts with a worker per 4 cases.
+  "$KVH" run "$WORK/crash.toml" --isolate --isolate-batch 4 --case-timeout 3 --report-dir "$WORK/b4" --no-progress \
+    > "$WORK/out" 2>&1
+  "$KVH" compare "$WORK/r" "$WORK/b4" --fail-on any > "$WORK/cmp" || fail "--isolate-batch 4 changed verdicts: $(cat "$WORK/cmp")"
   # Without --isolate the first crash ends the run (what --isolate is for), its report kept.
   "$KVH" run "$WORK/crash.toml" --no-isolate --case-timeout 3 --report-dir "$WORK/plain" --no-progress > /dev/null 2>&1
   rc=$?

@@ -50,6 +50,7 @@ struct RunOptions {
   std::vector<std::string> known_failures;    // --known-failures files (repro commands repeat them)
   double heartbeat_seconds = 0;      // > 0: print a progress line this often (non-TTY runs)
   bool isolate = false;              // --isolate: run the cases in worker processes (harness/isolate.h)
+  int isolate_batch = 0;             // --isolate-batch: cases per worker process (0: all; a crash starts a new one)
   std::vector<std::string> worker_command;  // --isolate: a worker's argv (this binary, the run's arguments)
   std::vector<CaseResult> resumed;   // --resume: cases the resumed run decided; reported as they were
 };
