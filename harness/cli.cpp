@@ -469,6 +469,9 @@ int cli_main(int argc, char** argv) {
       device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
       return isolate_worker_main(loaded.cases, reg, o);
     }
+    // Each case's index in the list a worker of --isolate loads (before --shard and --resume).
+    std::vector<size_t> worker_index(loaded.cases.size());
+    for (size_t i = 0; i < worker_index.size(); ++i) worker_index[i] = i;
     if (!shard_text.empty()) {
       Shard sh;
       try {
@@ -477,16 +480,19 @@ int cli_main(int argc, char** argv) {
         throw OptionError(e.what());
       }
       Loaded mine;
+      std::vector<size_t> mine_index;
       for (size_t i = 0; i < loaded.cases.size(); ++i)
         if (in_shard(loaded.cases[i].id(), sh)) {
           mine.cases.push_back(loaded.cases[i]);
           mine.file_of.push_back(loaded.file_of[i]);
+          mine_index.push_back(worker_index[i]);
         }
       if (mine.cases.empty())
         return stop_before_any_case(kExitNothingRunnable, fmt::format("--shard {} selects none of the {} cases",
                                                                       shard_text, loaded.cases.size()));
       loaded.cases = std::move(mine.cases);
       loaded.file_of = std::move(mine.file_of);
+      worker_index = std::move(mine_index);
       base.shard = sh.str();
     }
     if (loaded.cases.empty()) return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o, loaded));
@@ -505,15 +511,18 @@ int cli_main(int argc, char** argv) {
       std::set<std::string> done;
       for (const auto& cr : o.resumed) done.insert(cr.c.id());
       Loaded rest;
+      std::vector<size_t> rest_index;
       for (size_t i = 0; i < loaded.cases.size(); ++i)
         if (!done.count(loaded.cases[i].id())) {
           rest.cases.push_back(loaded.cases[i]);
           rest.file_of.push_back(loaded.file_of[i]);
+          rest_index.push_back(worker_index[i]);
         }
       fmt::print(stderr, "kvharness: --resume {}: {} of {} cases already decided, {} to run\n", resume_dir,
                  o.resumed.size(), loaded.cases.size(), rest.cases.size());
       loaded.cases = std::move(rest.cases);
       loaded.file_of = std::move(rest.file_of);
+      worker_index = std::move(rest_index);
     }
     if (o.isolate) {
       // A worker is this binary with this run's arguments (isolate.h); it runs the cases its parent names.
@@ -522,6 +531,7 @@ int cli_main(int argc, char** argv) {
       o.worker_command = {n > 0 ? std::string(exe, size_t(n)) : std::string(argv[0])};
       for (int i = 1; i < argc; ++i) o.worker_command.emplace_back(argv[i]);
       o.worker_command.emplace_back("--isolate-worker");
+      o.worker_index = std::move(worker_index);
     }
     o.progress = !no_progress && isatty(STDERR_FILENO);
     o.heartbeat_seconds = heartbeat >= 0 ? heartbeat : (isatty(STDERR_FILENO) ? 0 : 10);

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include "device.h"
@@ -182,6 +183,16 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
       groups.emplace_back();
     groups.back().push_back(i);
   }
+  // Case indices here <-> in the worker's list (o.worker_index).
+  std::map<size_t, size_t> from_worker_index;
+  for (size_t i = 0; i < o.worker_index.size(); ++i) from_worker_index[o.worker_index[i]] = i;
+  auto to_worker = [&](size_t i) { return o.worker_index.empty() ? i : o.worker_index.at(i); };
+  auto from_worker = [&](size_t w) {
+    if (o.worker_index.empty()) return w;
+    const auto it = from_worker_index.find(w);
+    if (it == from_worker_index.end()) throw std::runtime_error(fmt::format("case {} is not one of this run", w));
+    return it->second;
+  };
   int pass = 0, fail = 0, other = 0;
   double last_flush = now_s(), last_beat = now_s();
   bool stopped = false;
@@ -203,7 +214,8 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
         stopped = true;
         break;
       }
-      const std::vector<size_t> todo(group.begin() + long(next), group.end());
+      std::vector<size_t> todo(group.begin() + long(next), group.end());
+      for (size_t& i : todo) i = to_worker(i);
       const Worker w = spawn_worker(o.worker_command, todo);
       enum class Kill { None, Interrupt, Timeout, FailFast } killed = Kill::None;
       long running = -1;
@@ -225,13 +237,13 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
           try {
             j = nlohmann::json::parse(line);
             if (j.contains("start")) {
-              running = j.at("start").get<long>();
+              running = long(from_worker(j.at("start").get<size_t>()));
               since = now_s();
               comp = component::kHarness;
             } else if (j.contains("component")) {
               comp = j.at("component").get<std::string>();
             } else if (j.contains("result")) {
-              const size_t i = j.at("result").get<size_t>();
+              const size_t i = from_worker(j.at("result").get<size_t>());
               if (i != group[next]) throw std::runtime_error(fmt::format("result for case {}, expected {}", i, group[next]));
               record(case_result_from_json(j.at("case"), &cases[i]), i);
               ++next;
@@ -312,7 +324,7 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
         stopped = true;
       } else if (next < group.size() && decided == 0) {
         // It died before its first case: every worker would. A harness failure, not the kernels'.
-        const size_t i = todo.front();
+        const size_t i = group[next];
         CaseResult cr;
         cr.c = cases[i];
         add_cause(cr.v, component::kHarness, reason::kHarnessError,

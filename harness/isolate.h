@@ -40,7 +40,8 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
                              const RunReport& base);
 
 /// The worker's side: runs the cases KVH_ISOLATE_CASES names (indices into
-/// `cases`, which the worker loaded exactly as its parent did) and reports
+/// `cases`, which the worker loaded as its parent did before --shard and
+/// --resume shortened the parent's list: o.worker_index maps) and reports
 /// each on kIsolateFd. Ignores SIGINT (its parent decides). Returns 0 when
 /// every case ran, 3 after a case left the device unusable (its result sent),
 /// 2 when KVH_ISOLATE_CASES is missing or names no case of `cases`.

@@ -52,6 +52,8 @@ struct RunOptions {
   bool isolate = false;              // --isolate: run the cases in worker processes (harness/isolate.h)
   int isolate_batch = 0;             // --isolate-batch: cases per worker process (0: all; a crash starts a new one)
   std::vector<std::string> worker_command;  // --isolate: a worker's argv (this binary, the run's arguments)
+  std::vector<size_t> worker_index;  // --isolate: case i's index in the worker's list (which --shard and
+                                     // --resume did not shorten); empty: the same list
   std::vector<CaseResult> resumed;   // --resume: cases the resumed run decided; reported as they were
 };
 
