@@ -84,6 +84,7 @@ const Mutant kMutants[] = {
 const char* const kNotMutants[] = {
     "planted_wild_write",               // a fault: the runner's crash test
     "planted_hangs",                    // a hang: the runner's watchdog test
+    "planted_aborts",                   // an abort: --isolate's crash test
     "planted_missing_softmax_barrier",  // a race only --random-order exposes (planted_readers_test)
     "planted_int32_offset",             // only offsets past 2^31 expose it: cases/large_readers.toml (GPU)
 };
