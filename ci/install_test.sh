@@ -52,10 +52,12 @@ mv "$out/moved/share/kvharness/cases.hidden" "$out/moved/share/kvharness/cases"
 [ "$got_bad" != "$want" ] || fail "known-bad: with the cases hidden the check still sees '$want'"
 echo "install_test: known-bad: with the installed cases hidden it runs '${got_bad:-nothing}', and the check notices"
 
-if [ "$bridge" = 1 ] && python3 -c 'import torch' 2>/dev/null; then
+# The bridge's interpreter is the one the build configured (CMakeCache), not the first python3 on PATH.
+py="$(sed -n 's/^_\{0,1\}Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null | head -n 1)"
+if [ "$bridge" = 1 ] && "${py:-python3}" -c 'import torch' 2>/dev/null; then
   (cd "$out/elsewhere" && env -u KVH_PYTHON_BRIDGE -u PYTHONPATH "$kvh" info --provider python:kvharness_torch) \
     >"$out/elsewhere/info.log" 2>&1 || { cat "$out/elsewhere/info.log"; fail "info --provider python:kvharness_torch from the prefix"; }
-  grep -q "torch" "$out/elsewhere/info.log" || fail "info lists no kvharness_torch kernel ($out/elsewhere/info.log)"
+  grep -q "torch_reshape_and_cache_flash .*\[python:kvharness_torch\]" "$out/elsewhere/info.log" || fail "info lists no kvharness_torch kernel ($out/elsewhere/info.log)"
   echo "install_test: the installed bridge loads python:kvharness_torch"
 fi
 echo "install_test: PASS"

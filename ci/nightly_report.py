@@ -31,6 +31,7 @@ from collections import Counter, defaultdict
 # Outcome classes, worst first: the cell colour is the worst class among its cases.
 CLASSES = ["CRASH", "FAIL", "XPASS", "OTHER", "XFAIL", "PASS", "UNSUPPORTED"]
 BAD = {"CRASH", "FAIL", "XPASS", "OTHER"}
+MAX_DIFF_ROWS = 40  # rows of the diff table; the rest is in each suite's compare output
 COLOURS = {
     "CRASH": "#7f0000", "FAIL": "#d7301f", "XPASS": "#fd8d3c", "OTHER": "#b15928",
     "XFAIL": "#bcbddc", "PASS": "#41ab5d", "UNSUPPORTED": "#e0e0e0",
@@ -152,7 +153,7 @@ def render_diff(history, key, prev_key, cur_suites, prev_suites):
     if rows:
         out.append("<table id='diff-table'><thead><tr><th>change</th><th>suite</th><th>case</th><th>before</th>"
                    "<th>now</th><th>reason</th><th>max error</th></tr></thead><tbody>")
-        for r in rows:
+        for r in rows[:MAX_DIFF_ROWS]:
             c = r["case"]
             cls = "regression" if r["kind"] in ("regressed", "new (bad)") else r["kind"].split()[0]
             out.append(
@@ -161,6 +162,9 @@ def render_diff(history, key, prev_key, cur_suites, prev_suites):
                 f"<td><span class='chip' style='background:{COLOURS.get(r['old'], '#fff')}'>{esc(r['old'])}</span></td>"
                 f"<td><span class='chip' style='background:{COLOURS.get(r['new'], '#fff')}'>{esc(r['new'])}</span></td>"
                 f"<td>{esc(c.get('reason') or '')}</td><td>{esc(fmt_err(c))}</td></tr>")
+        if len(rows) > MAX_DIFF_ROWS:
+            out.append(f"<tr class='more'><td colspan='7'>and {len(rows) - MAX_DIFF_ROWS} more changes "
+                       "(in the same order); every one is in the compare output below</td></tr>")
         out.append("</tbody></table>")
     for suite in sorted(cur_suites):
         cmp_path = os.path.join(history, key, suite, "compare.md")
