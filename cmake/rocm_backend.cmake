@@ -53,7 +53,7 @@ if(_kvh_rocm_root)
 else()
   # The distribution's packages.
   if(NOT CMAKE_HIP_COMPILER AND NOT DEFINED ENV{HIPCXX})
-    foreach(_v RANGE 25 17 -1)
+    foreach(_v 25 24 23 22 21 20 19 18 17)  # newest first
       if(EXISTS "/usr/lib/llvm-${_v}/bin/clang++")
         set(CMAKE_HIP_COMPILER "/usr/lib/llvm-${_v}/bin/clang++" CACHE FILEPATH "HIP compiler (distribution clang >= 17)")
         break()
