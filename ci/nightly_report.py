@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 # Outcome classes, worst first: the cell colour is the worst class among its cases.
 CLASSES = ["CRASH", "FAIL", "XPASS", "OTHER", "XFAIL", "PASS", "UNSUPPORTED"]
 BAD = {"CRASH", "FAIL", "XPASS", "OTHER"}
-MAX_DIFF_ROWS = 40  # rows of the diff table; the rest is in each suite's compare output
+MAX_DIFF_ROWS = 15  # rows of the diff table; the rest is in each suite's compare output
 COLOURS = {
     "CRASH": "#7f0000", "FAIL": "#d7301f", "XPASS": "#fd8d3c", "OTHER": "#b15928",
     "XFAIL": "#bcbddc", "PASS": "#41ab5d", "UNSUPPORTED": "#e0e0e0",
