@@ -59,12 +59,30 @@ std::string Case::id() const {
   const std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
   const std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
-  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
+  std::string mods;
+  if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);
+  if (sinks) mods += "/sinks";
+  if (softcap > 0) mods += fmt::format("/cap{}", softcap);
+  if (alibi) mods += "/alibi";
+  if (tp_rank != 0) mods += fmt::format("/rank{}", tp_rank);
+  if (partition_size != 0) mods += fmt::format("/ps{}", partition_size);
+  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp,
-                     vals, seed);
+                     vals, mods, seed);
 }
 
 std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }
+
+uint32_t Case::modifiers() const {
+  // The kvh_modifier values of kvharness/provider.h (cases/ does not include the ABI header).
+  return (sliding_window > 0 ? 1u : 0u) | (sinks ? 2u : 0u) | (softcap > 0 ? 4u : 0u) | (alibi ? 8u : 0u);
+}
+
+std::string json_double(double v) {
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
 
 int Case::shuffle() const {
   if (!router_policy.empty()) return 1;  // both routed readers read the shuffled V layout

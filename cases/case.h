@@ -46,6 +46,13 @@ struct Case {
   std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
                                                      // when set, min/max are its extremes and nothing is drawn
   ValueDist values = ValueDist::Normal;  // attention/pipeline: how Q, K, V are distributed
+  // Score modifiers and split control (attention/pipeline; kvharness/provider.h), each off by default:
+  int64_t sliding_window = 0;     // left window in tokens, the query's own included; 0 = off
+  bool sinks = false;             // per-head attention-sink logits (drawn from `seed`, per global head)
+  double softcap = 0;             // logits soft-cap; 0 = off
+  bool alibi = false;             // ALiBi with the standard slopes of the model's num_heads * tp heads
+  int tp_rank = 0;                // which rank's heads (global heads tp_rank * num_heads ...); 0 <= tp_rank < tp
+  int32_t partition_size = 0;     // split-K partition in tokens passed to the reader; 0 = the reader's default
   std::string expect_routed_to;   // router cases: the reader the policy must pick ("" = not stated);
                                   // another route is FAIL misroute even when that reader could run the case
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
@@ -57,11 +64,20 @@ struct Case {
   /// writer+router, and "values=V/" appears only when V is not normal (ids of earlier cases stay).
   /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
   /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
+  /// Modifiers and split control append, only when not default and in this order, before the
+  /// seed: "/winN" (sliding_window), "/sinks", "/capX" (softcap), "/alibi", "/rankR" (tp_rank),
+  /// "/psP" (partition_size).
   std::string id() const;
   /// Row name in the matrix: variant_name if given, else the kernels.
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.
   int shuffle() const;
+  /// kvh_modifier bits of the modifiers this case turns on.
+  uint32_t modifiers() const;
 };
+
+/// `v` as results.json (nlohmann::json) prints a double: shortest round trip, ".0" when integral
+/// ("30.0", "2.5"); the spelling of the softcap filter key.
+std::string json_double(double v);
 
 }  // namespace kvh

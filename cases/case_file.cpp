@@ -335,6 +335,81 @@ std::string expected_route(const Ctx& c, const toml::table& where, const RouteEx
                      e.source, k.router_policy, k.head_size, to_string(k.dtype), k.batch_size, k.high_precision));
 }
 
+// A decode axis given as one value or a non-empty array of them; `elem` parses and checks one
+// element (failing through c.fail with `expected` otherwise). Absent: {dflt}.
+template <class T, class Elem>
+std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem) {
+  const toml::node* n = t.get(key);
+  if (!n) return {dflt};
+  std::vector<T> out;
+  if (const toml::array* a = n->as_array()) {
+    if (a->empty()) c.fail(*n, key, "expected a value or a non-empty array of values");
+    for (const auto& e : *a) out.push_back(elem(e));
+  } else {
+    out.push_back(elem(*n));
+  }
+  return out;
+}
+
+// The score-modifier and split-control axes of a decode table (case.h), each off by default.
+struct ModifierAxes {
+  std::vector<int64_t> sliding_window;
+  std::vector<bool> sinks, alibi;
+  std::vector<double> softcap;
+  std::vector<int64_t> tp_rank, partition_size;
+};
+
+ModifierAxes modifier_axes(const Ctx& c, const toml::table& t, int tp) {
+  auto int_in = [&](const std::string& key, int64_t lo, int64_t hi, const std::string& what) {
+    return [&c, key, lo, hi, what](const toml::node& e) {
+      if (!e.is_integer()) c.fail(e, key, fmt::format("expected {}, got {}", what, type_name(e)));
+      const int64_t v = *e.value<int64_t>();
+      if (v < lo || v > hi) c.fail(e, key, fmt::format("expected {}, got {}", what, v));
+      return v;
+    };
+  };
+  auto boolean = [&](const std::string& key) {
+    return [&c, key](const toml::node& e) {
+      if (!e.is_boolean()) c.fail(e, key, "expected true or false, got " + type_name(e));
+      return *e.value<bool>();
+    };
+  };
+  ModifierAxes m;
+  m.sliding_window = axis<int64_t>(
+      c, t, "sliding_window", 0, int_in("sliding_window", 0, 1 << 20, "a window in tokens in [1, 1048576], or 0 (off)"));
+  m.sinks = axis<bool>(c, t, "sinks", false, boolean("sinks"));
+  m.alibi = axis<bool>(c, t, "alibi", false, boolean("alibi"));
+  m.softcap = axis<double>(c, t, "softcap", 0.0, [&c](const toml::node& e) {
+    if (!e.is_number()) c.fail(e, "softcap", "expected a soft-cap > 0 (e.g. 30.0), or 0 (off), got " + type_name(e));
+    const double v = *e.value<double>();
+    if (!(v >= 0 && v <= 1e6))
+      c.fail(e, "softcap", fmt::format("expected a soft-cap in (0, 1e6], or 0 (off), got {}", v));
+    return v;
+  });
+  m.tp_rank = axis<int64_t>(c, t, "tp_rank", 0,
+                            int_in("tp_rank", 0, tp - 1, fmt::format("a rank in [0, {}] (tp = {})", tp - 1, tp)));
+  m.partition_size = axis<int64_t>(c, t, "partition_size", 0,
+                                   int_in("partition_size", 0, 1 << 20,
+                                          "a partition in tokens in [1, 1048576], or 0 (the reader's default)"));
+  return m;
+}
+
+// Calls emit(k) for `base` under every combination of the modifier axes, outermost first.
+template <class Emit>
+void for_each_modifiers(const ModifierAxes& m, Emit&& emit, const Case& base) {
+  for (int64_t w : m.sliding_window)
+    for (bool sk : m.sinks)
+      for (double cap : m.softcap)
+        for (bool al : m.alibi)
+          for (int64_t rank : m.tp_rank)
+            for (int64_t ps : m.partition_size) {
+              Case k = base;
+              k.sliding_window = w, k.sinks = sk, k.softcap = cap, k.alibi = al;
+              k.tp_rank = int(rank), k.partition_size = int32_t(ps);
+              emit(k);
+            }
+}
+
 // One row of an [[attention]] or [[pipeline]] table: which kernels run.
 struct Variant {
   std::string name, writer, reader, router;
@@ -386,11 +461,13 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   only_keys(c, t, table,
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
-             "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries"});
+             "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries",
+             "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size"});
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
+  const ModifierAxes mods = modifier_axes(c, t, axes.tp);
   // The large layout sizes a cache by its write tokens; decode caches are sized by their sequences.
   if (std::find(axes.layouts.begin(), axes.layouts.end(), "large") != axes.layouts.end())
     c.fail(*t.get("layouts"), "layouts", "'large' is a [[write]] suite only (see cases/large.toml)");
@@ -457,23 +534,25 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
       const RouteExpectation& route = v.route.stated() ? v.route : table_route;
       for (const auto& lens : rows)
         for (ValueDist vd : values)
-          for (int64_t seed : seeds) {
-            Case k = base;
-            k.batch_size = int64_t(lens.size());
-            if (lens.front() > 0) k.context_lens = lens;
-            k.writer = v.writer;
-            k.reader = v.reader;
-            k.router_policy = v.router;
-            k.target = v.router.empty() ? "" : target;
-            k.high_precision = hp;
-            k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
-            k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
-            k.variant_name = v.name;
-            k.values = vd;
-            k.seed = uint64_t(seed);
-            if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
-            add_case(c, t, out, std::move(k));
-          }
+          for_each_modifiers(mods, [&](const Case& modified) {
+            for (int64_t seed : seeds) {
+              Case k = modified;
+              k.batch_size = int64_t(lens.size());
+              if (lens.front() > 0) k.context_lens = lens;
+              k.writer = v.writer;
+              k.reader = v.reader;
+              k.router_policy = v.router;
+              k.target = v.router.empty() ? "" : target;
+              k.high_precision = hp;
+              k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
+              k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
+              k.variant_name = v.name;
+              k.values = vd;
+              k.seed = uint64_t(seed);
+              if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
+              add_case(c, t, out, std::move(k));
+            }
+          }, base);
     }
   });
 }

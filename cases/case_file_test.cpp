@@ -1,4 +1,5 @@
 #include "case_file.h"
+#include "filter.h"
 #include "case_file_test_util.h"
 
 #include <gtest/gtest.h>
@@ -176,6 +177,65 @@ readers = ["paged_attention_v1"]
   std::string zero = text;
   zero.replace(zero.find("[4096]"), 6, "[0]");
   expect_error(zero, "field 'context_lens_lists': expected integer context lengths in [1, 1048576]");
+}
+
+// Issue 12: score modifiers and split control, each off by default; ids gain suffixes only when not.
+TEST(CaseFile, ModifierAndSplitAxesExpandAndSuffixTheIds) {
+  const std::string base = R"(
+[[attention]]
+models = ["Llama-3.1-8B"]
+tp = 2
+layouts = ["kv_first"]
+context_lens_lists = [[1, 300]]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["paged_attention_rocm"]
+)";
+  const auto plain = parse_case_text(base, "x.toml");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].sliding_window, 0);
+  EXPECT_FALSE(plain[0].sinks || plain[0].alibi);
+  EXPECT_EQ(plain[0].softcap, 0);
+  EXPECT_EQ(plain[0].tp_rank, 0);
+  EXPECT_EQ(plain[0].partition_size, 0);
+  EXPECT_EQ(plain[0].id(),
+            "attention/Llama-3.1-8B/tp2/hd128/kv_first/bs16/fp16/n2/ctx=1+300/reference+paged_attention_rocm/s1");
+  std::string with = base;
+  with += "sliding_window = [0, 128]\nsinks = true\nsoftcap = [30.0, 2.5]\nalibi = [false, true]\ntp_rank = [0, 1]\n"
+          "partition_size = 433\n";
+  const auto cases = parse_case_text(with, "x.toml");
+  ASSERT_EQ(cases.size(), 2u * 2 * 2 * 2);
+  const Case& last = cases.back();
+  EXPECT_EQ(last.sliding_window, 128);
+  EXPECT_TRUE(last.sinks && last.alibi);
+  EXPECT_EQ(last.softcap, 2.5);
+  EXPECT_EQ(last.tp_rank, 1);
+  EXPECT_EQ(last.partition_size, 433);
+  EXPECT_EQ(last.id(), "attention/Llama-3.1-8B/tp2/hd128/kv_first/bs16/fp16/n2/ctx=1+300/reference+paged_attention_rocm/"
+                       "win128/sinks/cap2.5/alibi/rank1/ps433/s1");
+  EXPECT_EQ(cases.front().id(), "attention/Llama-3.1-8B/tp2/hd128/kv_first/bs16/fp16/n2/ctx=1+300/"
+                                "reference+paged_attention_rocm/sinks/cap30/ps433/s1");
+  EXPECT_EQ(last.modifiers(), 15u);
+  EXPECT_EQ(case_field(last, "softcap"), "2.5");
+  EXPECT_EQ(case_field(cases.front(), "softcap"), "30.0");  // as results.json prints it
+  EXPECT_TRUE(Filter("sinks=1,alibi=1,tp_rank=1,sliding_window=128,partition_size=433").matches(last));
+  EXPECT_FALSE(Filter("alibi=0").matches(last));
+  EXPECT_THROW(Filter("sinks=true"), FilterError);  // booleans are 0 and 1, as shuffle
+
+  expect_error(base + "tp_rank = 2\n", "field 'tp_rank': expected a rank in [0, 1] (tp = 2), got 2");
+  expect_error(base + "sliding_window = -1\n", "field 'sliding_window': expected a window in tokens");
+  expect_error(base + "sinks = 1\n", "field 'sinks': expected true or false, got an integer");
+  expect_error(base + "softcap = \"50\"\n",
+               "field 'softcap': expected a soft-cap > 0 (e.g. 30.0), or 0 (off), got a string");
+  expect_error(base + "softcap = -1.0\n", "field 'softcap': expected a soft-cap in (0, 1e6], or 0 (off), got -1");
+  expect_error(base + "partition_size = []\n", "field 'partition_size': expected a value or a non-empty array");
+  expect_error(base + "alibi = [true, \"no\"]\n", "field 'alibi': expected true or false, got a string");
+  try {
+    parse_case_text(base + "tp_rank = 5\n", "x.toml");
+    ADD_FAILURE();
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.toml:10:"), std::string::npos) << e.what();  // file and line
+  }
 }
 
 TEST(KnownFailures, LoadsItsTablesAndNamesBadOnes) {

@@ -90,11 +90,39 @@ std::vector<uint16_t> host_stream(DType dtype, uint64_t data_seed, uint64_t stre
   return {b.begin(), b.end()};
 }
 
+// The values behind a case's score modifiers, as float32 (what the reader gets) for the local
+// heads [tp_rank * num_heads, (tp_rank + 1) * num_heads) of the model's num_heads * tp.
+struct ModifierValues {
+  std::vector<float> sinks, alibi_slopes;  // [num_heads] each, or empty (off)
+};
+
+// Sinks: uniform in [0, 6) per GLOBAL head from the case's seed alone (not its id), so the ranks of one
+// model see slices of one vector; e^6 ~ 400 is of the order of the exp-sum of a few hundred unit-scale
+// logits, so a sink counted twice moves the output well beyond tolerance. Slopes: reference::alibi_slopes
+// of the model's global head count, the rank's slice.
+ModifierValues modifier_values(const Case& c) {
+  ModifierValues m;
+  const int64_t total = c.num_heads * c.tp, first = int64_t(c.tp_rank) * c.num_heads;
+  if (c.sinks) {
+    std::mt19937_64 rng(rng::stream_key(c.seed, 0x51c5u));
+    std::uniform_real_distribution<double> u(0.0, 6.0);
+    std::vector<float> all;
+    for (int64_t h = 0; h < total; ++h) all.push_back(float(u(rng)));
+    m.sinks.assign(all.begin() + first, all.begin() + first + c.num_heads);
+  }
+  if (c.alibi) {
+    const std::vector<double> all = reference::alibi_slopes(total);
+    for (int64_t h = 0; h < c.num_heads; ++h) m.alibi_slopes.push_back(float(all[size_t(first + h)]));
+  }
+  return m;
+}
+
 // Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
 // (tokens sequence by sequence). One sequence at a time on each core: only
 // that sequence's K and V are ever widened to float64.
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
-                                   const uint16_t* v, double scale, const std::atomic<bool>& cancel) {
+                                   const uint16_t* v, double scale, const ModifierValues& mods,
+                                   const std::atomic<bool>& cancel) {
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
@@ -106,6 +134,10 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
       in.num_kv_heads = c.num_kv_heads;
       in.head_size = c.head_size;
       in.scale = scale;
+      in.sliding_window = c.sliding_window;
+      in.softcap = double(float(c.softcap));  // the reader gets a float
+      in.sinks.assign(mods.sinks.begin(), mods.sinks.end());
+      in.alibi_slopes.assign(mods.alibi_slopes.begin(), mods.alibi_slopes.end());
       in.query.resize(1, qw);
       for (int64_t j = 0; j < qw; ++j) in.query(0, j) = decode16(c.dtype, q[size_t(i * qw + j)]);
       const int64_t n = s.context_lens[size_t(i)], tok0 = first_token[size_t(i)];
@@ -196,7 +228,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   // A pipeline still runs its writer first: the writer's own damage is a
   // separate cause that a misroute must not hide.
   std::string misroute;
-  if (const std::string why = rd->outside_capabilities(kernel_use(c, rd->cache_format)); !why.empty()) {
+  KernelUse reader_use = kernel_use(c, rd->cache_format);
+  reader_use.modifiers = c.modifiers();
+  if (const std::string why = rd->outside_capabilities(reader_use); !why.empty()) {
     if (c.router_policy.empty()) return unsupported(why);
     misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
     if (!wr && !options.launch_misrouted) {
@@ -241,17 +275,18 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     shaped->query = host_stream(c.dtype, r.data_seed, rng::kQueries, S * NH * HD);
     shape_values(c, s.context_lens, shaped->query, shaped->key, shaped->value);
   }
+  const ModifierValues mods = modifier_values(c);
   reference::RowMatrix ref;
   std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
   std::future<void> ref_done = run_async([&, seed = r.data_seed] {
     if (shaped) {
-      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, cancel);
+      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, mods, cancel);
       return;
     }
     const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
     const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
     const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
-    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, cancel);
+    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, mods, cancel);
   });
   struct Join {  // every return waits for it (it reads this frame's locals), cutting it short
     std::future<void>& f;
@@ -348,6 +383,21 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     a.max_context_len = *std::max_element(s.context_lens.begin(), s.context_lens.end());
     a.scale = float(scale);
     a.k_scale = a.v_scale = 1.f;
+    a.partition_size = c.partition_size;
+    a.sliding_window = int32_t(c.sliding_window);
+    a.softcap = float(c.softcap);
+    a.head_offset = int32_t(c.tp_rank * NH);
+    device::Buffer d_sinks, d_slopes;
+    if (!mods.sinks.empty()) {
+      d_sinks = device::Buffer(mods.sinks.size() * 4);
+      d_sinks.upload(mods.sinks.data(), mods.sinks.size() * 4);
+      a.sinks = contiguous_tensor(d_sinks.get(), {NH}, KVH_DT_F32);
+    }
+    if (!mods.alibi_slopes.empty()) {
+      d_slopes = device::Buffer(mods.alibi_slopes.size() * 4);
+      d_slopes.upload(mods.alibi_slopes.data(), mods.alibi_slopes.size() * 4);
+      a.alibi_slopes = contiguous_tensor(d_slopes.get(), {NH}, KVH_DT_F32);
+    }
     device::Buffer d_ws;
     if (rd->workspace_bytes) {
       const uint64_t ws = rd->workspace_bytes(&a);
