@@ -337,6 +337,10 @@ std::string find_python_bridge() {
   const std::string next = executable_dir() + "/libkvh_python.so";
   if (exists(next)) return next;
   tried.push_back(next);
+  // `cmake --install` layout: PREFIX/bin/kvharness, PREFIX/lib/kvharness/libkvh_python.so.
+  const std::string installed = executable_dir() + "/../lib/kvharness/libkvh_python.so";
+  if (exists(installed)) return installed;
+  tried.push_back(installed);
   const std::string built = KVH_PYTHON_BRIDGE_BUILD_PATH;
   if (exists(built)) return built;
   if (!built.empty()) tried.push_back(built);

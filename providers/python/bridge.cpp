@@ -12,6 +12,7 @@
 // said at open. The GIL is held only while Python runs: the interpreter is
 // started once and the GIL released right after.
 #include <dlfcn.h>
+#include <unistd.h>
 #include <pybind11/embed.h>
 
 #if __has_include(<dlpack/dlpack.h>)
@@ -40,6 +41,19 @@ namespace py = pybind11;
 #endif
 
 namespace {
+
+/// The `cmake --install` layout: PREFIX/lib/kvharness/libkvh_python.so beside
+/// PREFIX/lib/kvharness/python/kvharness/ (the package) and the shipped
+/// provider modules. Returns that python/ folder when this library sits in such
+/// a layout, else "" (the build tree: KVH_PYTHON_DIR, the source folder, serves).
+std::string installed_python_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&installed_python_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  const std::string so = info.dli_fname;
+  const size_t slash = so.find_last_of('/');
+  const std::string dir = (slash == std::string::npos ? std::string(".") : so.substr(0, slash)) + "/python";
+  return access((dir + "/kvharness/_bridge.py").c_str(), R_OK) == 0 ? dir : "";
+}
 
 struct Bridge;
 
@@ -345,6 +359,9 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       py::list path = sys.attr("path");
       const std::string dir = KVH_PYTHON_DIR;
       if (!dir.empty() && !path.contains(py::str(dir))) path.insert(0, py::str(dir));
+      // An installed bridge's own package comes first (a source tree may still be there).
+      const std::string installed = installed_python_dir();
+      if (!installed.empty() && !path.contains(py::str(installed))) path.insert(0, py::str(installed));
       py::module_ bridge_py = py::module_::import("kvharness._bridge");
       py::tuple loaded = bridge_py.attr("load")(spec, int(args->device_type), int(args->device_id));
       if (!loaded[1].is_none()) {
