@@ -25,6 +25,34 @@ const char* to_string(ValueDist v) {
   return "?";
 }
 
+const char* to_string(KvScales s) {
+  switch (s) {
+    case KvScales::None: return "none";
+    case KvScales::Tensor: return "tensor";
+    case KvScales::Head: return "head";
+    case KvScales::Block: return "block";
+    case KvScales::Token: return "token";
+  }
+  return "?";
+}
+
+std::optional<KvScales> parse_kv_scales(const std::string& s) {
+  for (auto v : {KvScales::None, KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+const char* to_string(KvCacheDType d) {
+  switch (d) {
+    case KvCacheDType::Same: return "same";
+    case KvCacheDType::Fp8E4m3fn: return "fp8_e4m3fn";
+    case KvCacheDType::Fp8E4m3fnuz: return "fp8_e4m3fnuz";
+  }
+  return "?";
+}
+
+std::string Case::kv_cache_dtype_name() const { return fp8_cache() ? to_string(kv_cache_dtype) : to_string(dtype); }
+
 std::optional<ValueDist> parse_value_dist(const std::string& s) {
   for (auto v : {ValueDist::Normal, ValueDist::Sink, ValueDist::Large})
     if (s == to_string(v)) return v;
@@ -59,9 +87,11 @@ std::string Case::id() const {
   const std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
   const std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
-  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
+  const std::string kv = (fp8_cache() ? fmt::format("/kv={}", to_string(kv_cache_dtype)) : std::string()) +
+                         (kv_scales != KvScales::None ? fmt::format("/scales={}", to_string(kv_scales)) : std::string());
+  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp,
-                     vals, seed);
+                     vals, kv, seed);
 }
 
 std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }

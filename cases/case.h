@@ -16,12 +16,24 @@ enum class DType { F16, BF16 };
 /// Sink, attention-sink tokens whose logits exceed every other by more than 100;
 /// Large, K and V near the dtype's largest finite value.
 enum class ValueDist { Normal, Sink, Large };
+/// The KV cache's element type: the K/V dtype itself (16-bit), or an fp8
+/// format that writers quantize to and readers dequantize from (provider.h).
+enum class KvCacheDType { Same, Fp8E4m3fn, Fp8E4m3fnuz };
+/// Granularity of the fp8 dequant scales (provider.h kvh_scale_granularity):
+/// none, tensor [1], head [num_kv_heads], block [num_blocks, num_kv_heads],
+/// token [num_blocks, num_kv_heads, block_size].
+enum class KvScales { None, Tensor, Head, Block, Token };
 
 const char* to_string(CaseKind k);
 const char* to_string(DType d);
 const char* to_string(ValueDist v);
 /// "normal" | "sink" | "large" -> the distribution; nullopt for another name.
 std::optional<ValueDist> parse_value_dist(const std::string& s);
+/// "none" | "tensor" | "head" | "block" | "token".
+const char* to_string(KvScales s);
+std::optional<KvScales> parse_kv_scales(const std::string& s);
+/// "fp8_e4m3fn" | "fp8_e4m3fnuz" (Same has no name of its own: see kv_cache_dtype_name).
+const char* to_string(KvCacheDType d);
 
 /// A case as the generator expands it. Head counts are per rank.
 struct Case {
@@ -46,6 +58,8 @@ struct Case {
   std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
                                                      // when set, min/max are its extremes and nothing is drawn
   ValueDist values = ValueDist::Normal;  // attention/pipeline: how Q, K, V are distributed
+  KvCacheDType kv_cache_dtype = KvCacheDType::Same;  // the cache's element type
+  KvScales kv_scales = KvScales::None;               // fp8 caches: the scales' granularity
   std::string expect_routed_to;   // router cases: the reader the policy must pick ("" = not stated);
                                   // another route is FAIL misroute even when that reader could run the case
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
@@ -57,7 +71,13 @@ struct Case {
   /// writer+router, and "values=V/" appears only when V is not normal (ids of earlier cases stay).
   /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
   /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
+  /// An fp8 cache adds "kv=FMT/" and non-none scales "scales=G/" after the values part (ids of
+  /// 16-bit cases stay).
   std::string id() const;
+  /// The cache's element type as results.json names it: fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz.
+  std::string kv_cache_dtype_name() const;
+  /// Whether the cache holds fp8 codes (one byte an element, x = 16).
+  bool fp8_cache() const { return kv_cache_dtype != KvCacheDType::Same; }
   /// Row name in the matrix: variant_name if given, else the kernels.
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.

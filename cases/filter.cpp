@@ -13,7 +13,7 @@ const std::vector<std::string>& Filter::keys() {
   static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
                                           "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
                                           "writer",    "variant",    "seed",  "shuffle",
-                                          "reader",    "router_policy", "target",  "values"};
+                                          "reader",    "router_policy", "target",  "values", "kv_cache_dtype", "kv_scales"};
   return k;
 }
 
@@ -37,6 +37,8 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "router_policy") return c.router_policy;
   if (key == "target") return c.target;
   if (key == "values") return to_string(c.values);
+  if (key == "kv_cache_dtype") return c.kv_cache_dtype_name();
+  if (key == "kv_scales") return to_string(c.kv_scales);
   return "";
 }
 
@@ -51,6 +53,8 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "dtype") return {"fp16", "bf16"};
   if (key == "shuffle") return {"0", "1"};
   if (key == "values") return {"normal", "sink", "large"};
+  if (key == "kv_cache_dtype") return {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"};
+  if (key == "kv_scales") return {"none", "tensor", "head", "block", "token"};
   return {};
 }
 }  // namespace

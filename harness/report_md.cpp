@@ -59,13 +59,17 @@ struct Ordered {
 };
 
 void write_matrices(std::string& out, const RunReport& r) {
-  // One matrix per (kind, model, head size): rows = variants, columns = layouts.
+  // One matrix per (kind, model, head size, and for a non-16-bit cache its dtype and scales): rows =
+  // variants, columns = layouts.
   std::vector<std::string> order;
   std::map<std::string, std::vector<const CaseResult*>> groups;
   for (const auto& cr : r.results) {
     const std::string key = fmt::format("{} — {} (tp={}, {} heads / {} kv heads per rank), head_size {}",
                                         to_string(cr.c.kind), cr.c.model, cr.c.tp, cr.c.num_heads,
-                                        cr.c.num_kv_heads, cr.c.head_size);
+                                        cr.c.num_kv_heads, cr.c.head_size) +
+                            (cr.c.fp8_cache() ? fmt::format(", {} cache, kv_scales {}", cr.c.kv_cache_dtype_name(),
+                                                            to_string(cr.c.kv_scales))
+                                              : std::string());
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&cr);
   }
