@@ -127,8 +127,28 @@ DLDataType dl_dtype(int32_t dt) {
     case KVH_DT_I64: return {kDLInt, 64, 1};
     case KVH_DT_F32: return {kDLFloat, 32, 1};
     case KVH_DT_I32: return {kDLInt, 32, 1};
+    // fp8 caches travel as bytes (DLPack before 1.0, and torch 1.13, have no fp8 codes); the
+    // `kv_cache_dtype` keyword says which format, and _bridge.py views them as torch's float8
+    // dtype where torch has it.
+    case KVH_DT_FP8_E4M3FN:
+    case KVH_DT_FP8_E4M3FNUZ: return {kDLUInt, 8, 1};
   }
   throw std::invalid_argument("kvh_tensor with unknown dtype " + std::to_string(dt));
+}
+
+/// Case-file names of a cache dtype and a scale granularity (the `kv_cache_dtype`/`kv_scales` keywords).
+const char* cache_dtype_name(int32_t dt) {
+  switch (dt) {
+    case KVH_DT_F16: return "fp16";
+    case KVH_DT_BF16: return "bf16";
+    case KVH_DT_FP8_E4M3FN: return "fp8_e4m3fn";
+    case KVH_DT_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+  }
+  return "unknown";
+}
+const char* scales_name(int32_t g) {
+  static const char* const names[] = {"none", "tensor", "head", "block", "token"};
+  return g >= 0 && g <= 4 ? names[g] : "unknown";
 }
 
 /// A "dltensor" capsule viewing `t` in place (None for an absent tensor), of
@@ -175,6 +195,11 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   kw["value_cache"] = capsule(a.value_cache, b);
   kw["slot_mapping"] = capsule(a.slot_mapping, b);
   kw["block_size"] = a.block_size;
+  kw["kv_cache_dtype"] = cache_dtype_name(a.key_cache.dtype);
+  const bool scales = KVH_HAS_FIELD(&a, kvh_write_args, v_scales);
+  kw["kv_scales"] = scales_name(scales ? a.kv_scales : KVH_SCALES_NONE);
+  kw["k_scales"] = scales ? capsule(a.k_scales, b) : py::none();
+  kw["v_scales"] = scales ? capsule(a.v_scales, b) : py::none();
   return kw;
 }
 
@@ -193,6 +218,11 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
+  kw["kv_cache_dtype"] = cache_dtype_name(a.key_cache.dtype);
+  const bool scales = KVH_HAS_FIELD(&a, kvh_attention_args, v_scales);
+  kw["kv_scales"] = scales_name(scales ? a.kv_scales : KVH_SCALES_NONE);
+  kw["k_scales"] = scales ? capsule(a.k_scales, b) : py::none();
+  kw["v_scales"] = scales ? capsule(a.v_scales, b) : py::none();
   return kw;
 }
 
@@ -297,6 +327,8 @@ void describe(Bridge& b, const py::list& kernels) {
     k->caps.num_block_sizes = int32_t(k->block_sizes.size());
     k->caps.dtypes = d["dtypes_mask"].cast<uint32_t>();
     k->caps.max_gqa_ratio = d["max_gqa_ratio"].cast<int32_t>();
+    k->caps.cache_dtypes = d["cache_dtypes_mask"].cast<uint32_t>();
+    k->caps.kv_scales = d["kv_scales_mask"].cast<uint32_t>();
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
     desc.name = k->name.c_str();
