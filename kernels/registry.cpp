@@ -116,7 +116,7 @@ std::string Kernel::outside_capabilities(const KernelUse& u) const {
       std::find(c.block_sizes.begin(), c.block_sizes.end(), u.block_size) == c.block_sizes.end())
     return name + " declares block_size " + join(c.block_sizes) + " only; this case has block_size " +
            std::to_string(u.block_size);
-  if (u.cache_dtype != u.dtype && !(c.cache_dtypes & (1u << u.cache_dtype)))
+  if (u.cache_dtype != 0 && u.cache_dtype != u.dtype && !(c.cache_dtypes & (1u << u.cache_dtype)))
     return name + " declares cache dtype " + (c.cache_dtypes ? dtype_list(c.cache_dtypes) : dtype_name(u.dtype)) +
            " only; this case has a " + dtype_name(u.cache_dtype) + " cache";
   if (u.kv_scales != KVH_SCALES_NONE && !(c.kv_scales & (1u << u.kv_scales)))

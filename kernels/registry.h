@@ -38,7 +38,7 @@ struct KernelUse {
   int64_t head_size = 0, block_size = 0, num_heads = 0, num_kv_heads = 0;
   kvh_dtype dtype = KVH_DT_F16;
   int32_t cache_format = KVH_CACHE_NHD;
-  kvh_dtype cache_dtype = KVH_DT_F16;                 // the cache element type (dtype for a 16-bit cache)
+  int32_t cache_dtype = 0;                            // kvh_dtype of the cache elements; 0: dtype (16-bit cache)
   kvh_scale_granularity kv_scales = KVH_SCALES_NONE;  // fp8 scale granularity
 };
 

@@ -187,6 +187,18 @@ py::object bytes_capsule(void* data, uint64_t bytes, const Bridge& b) {
 
 // ---- keyword arguments, named as in provider.h ----
 
+/// fp8 caches only (so that a 16-bit case calls a provider exactly as before,
+/// **kwargs forwarding included): kv_cache_dtype, kv_scales, k_scales, v_scales.
+/// `a` (null when the args predate the scale fields) has kv_scales/k_scales/v_scales.
+template <class Args>
+void add_fp8_kwargs(py::dict& kw, int32_t cache_dtype, const Args* a, const Bridge& b) {
+  if (cache_dtype != KVH_DT_FP8_E4M3FN && cache_dtype != KVH_DT_FP8_E4M3FNUZ) return;
+  kw["kv_cache_dtype"] = cache_dtype_name(cache_dtype);
+  kw["kv_scales"] = scales_name(a ? a->kv_scales : KVH_SCALES_NONE);
+  kw["k_scales"] = a ? capsule(a->k_scales, b) : py::none();
+  kw["v_scales"] = a ? capsule(a->v_scales, b) : py::none();
+}
+
 py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   py::dict kw;
   kw["key"] = capsule(a.key, b);
@@ -195,11 +207,7 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   kw["value_cache"] = capsule(a.value_cache, b);
   kw["slot_mapping"] = capsule(a.slot_mapping, b);
   kw["block_size"] = a.block_size;
-  kw["kv_cache_dtype"] = cache_dtype_name(a.key_cache.dtype);
-  const bool scales = KVH_HAS_FIELD(&a, kvh_write_args, v_scales);
-  kw["kv_scales"] = scales_name(scales ? a.kv_scales : KVH_SCALES_NONE);
-  kw["k_scales"] = scales ? capsule(a.k_scales, b) : py::none();
-  kw["v_scales"] = scales ? capsule(a.v_scales, b) : py::none();
+  add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_write_args, v_scales) ? &a : nullptr, b);
   return kw;
 }
 
@@ -218,11 +226,7 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
-  kw["kv_cache_dtype"] = cache_dtype_name(a.key_cache.dtype);
-  const bool scales = KVH_HAS_FIELD(&a, kvh_attention_args, v_scales);
-  kw["kv_scales"] = scales_name(scales ? a.kv_scales : KVH_SCALES_NONE);
-  kw["k_scales"] = scales ? capsule(a.k_scales, b) : py::none();
-  kw["v_scales"] = scales ? capsule(a.v_scales, b) : py::none();
+  add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_attention_args, v_scales) ? &a : nullptr, b);
   return kw;
 }
 

@@ -111,8 +111,8 @@ def _registering_module() -> str:
 def writer(name: str, cache_format: str, fixture: bool = False, description: str = "",
            dtypes: Sequence[str] = ("fp16", "bf16"), head_sizes=None, block_sizes=None,
            cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
-    """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size,
-    kv_cache_dtype, kv_scales, k_scales, v_scales) (a function may take fewer: it gets the ones it names).
+    """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size),
+    plus kv_cache_dtype, kv_scales, k_scales, v_scales on fp8 cases (a function gets only the ones it names).
 
     cache_format: "flash" (NHD), "pa_v1" or "shuffle". fixture=True marks a
     known-bad kernel kept on purpose (its failures are expected). cache_dtypes
@@ -138,8 +138,8 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     when a router picked the kernel. workspace_bytes, when given, is called with
     the same keyword arguments minus out and workspace and returns the bytes
     of device workspace the kernel needs (passed as `workspace`, a uint8 tensor).
-    cache_dtypes/kv_scales declare fp8 caches as for writer(); such a reader also gets
-    kv_cache_dtype, kv_scales, k_scales and v_scales (f32 tensors, None under "none").
+    cache_dtypes/kv_scales declare fp8 caches as for writer(); on an fp8 case such a reader also
+    gets kv_cache_dtype, kv_scales, k_scales and v_scales (f32 tensors, None under "none").
     """
     def deco(fn):
         if workspace_bytes is not None and not callable(workspace_bytes):
