@@ -13,7 +13,9 @@ const std::vector<std::string>& Filter::keys() {
   static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
                                           "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
                                           "writer",    "variant",    "seed",  "shuffle",
-                                          "reader",    "router_policy", "target",  "values", "kv_cache_dtype", "kv_scales"};
+                                          "reader",    "router_policy", "target",  "values",
+                                          "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size",
+                                          "stale",     "block_table_padding", "kv_cache_dtype", "kv_scales"};
   return k;
 }
 
@@ -39,6 +41,14 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "values") return to_string(c.values);
   if (key == "kv_cache_dtype") return c.kv_cache_dtype_name();
   if (key == "kv_scales") return to_string(c.kv_scales);
+  if (key == "sliding_window") return std::to_string(c.sliding_window);
+  if (key == "sinks") return c.sinks ? "1" : "0";  // as compare reads a results.json boolean
+  if (key == "softcap") return json_double(c.softcap);
+  if (key == "alibi") return c.alibi ? "1" : "0";
+  if (key == "tp_rank") return std::to_string(c.tp_rank);
+  if (key == "partition_size") return std::to_string(c.partition_size);
+  if (key == "stale") return to_string(c.stale);
+  if (key == "block_table_padding") return c.kind == CaseKind::Write ? "" : block_table_padding_name(c.block_table_padding);
   return "";
 }
 
@@ -55,6 +65,8 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "values") return {"normal", "sink", "large"};
   if (key == "kv_cache_dtype") return {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"};
   if (key == "kv_scales") return {"none", "tensor", "head", "block", "token"};
+  if (key == "sinks" || key == "alibi") return {"0", "1"};
+  if (key == "stale") return {"random", "nan", "inf"};
   return {};
 }
 }  // namespace

@@ -216,6 +216,26 @@ int bench_suites_main(const std::vector<std::string>& suites, const std::string&
   return worst;
 }
 
+// Before anything is allocated: the decode case that needs the most memory
+// (attention_case.h estimate_decode_memory), and why this machine cannot hold
+// it, or "" (issue 11: the large reader suite refuses with its estimate).
+std::string decode_memory_refusal(const std::vector<Case>& cases, const Registry& reg) {
+  const Case* worst = nullptr;
+  MemoryEstimate most;
+  for (const Case& c : cases) {
+    if (c.kind == CaseKind::Write) continue;
+    const Kernel* k = c.router_policy.empty() ? reg.find(c.reader) : nullptr;
+    const MemoryEstimate e = estimate_decode_memory(c, k ? k->cache_format : int32_t(KVH_CACHE_SHUFFLE));
+    if (!worst || e.device_bytes + e.host_bytes > most.device_bytes + most.host_bytes) worst = &c, most = e;
+  }
+  if (!worst) return "";
+  const device::Info i = device::info();
+  const std::string why = memory_refusal(most, i.backend == "cpu", i.memory_bytes, host_available_bytes());
+  if (why.empty()) return "";
+  return fmt::format("{}: case {} {}: this machine cannot run it; nothing was allocated", worst->source, worst->id(),
+                     why);
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -410,6 +430,7 @@ int cli_main(int argc, char** argv) {
         loaded.expectations.push_back(std::move(e));
       }
     if (loaded.cases.empty()) return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o, loaded));
+    if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty()) return stop_before_any_case(kExitUsage, why);
     device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
     o.progress = !no_progress && isatty(STDERR_FILENO);
     o.heartbeat_seconds = heartbeat >= 0 ? heartbeat : (isatty(STDERR_FILENO) ? 0 : 10);

@@ -66,7 +66,17 @@ std::string results_json(const RunReport& r) {
     e["routed_to"] = str_or_null(cr.routed_to);
     e["expect_routed_to"] = str_or_null(c.expect_routed_to);
     e["values"] = to_string(c.values);  // "normal" for writes too: the filter key of run and compare
+    e["stale"] = to_string(c.stale);    // "random" for writes too: their caches start with random old tokens
+    e["block_table_padding"] = write ? nlohmann::json(nullptr) : nlohmann::json(block_table_padding_name(c.block_table_padding));
+    e["min_block_id"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.min_block_id);
     e["route_reason"] = str_or_null(cr.route_reason);
+    // Score modifiers and split control (the filter keys of the same names): defaults for writes.
+    e["sliding_window"] = c.sliding_window;
+    e["sinks"] = c.sinks;
+    e["softcap"] = c.softcap;
+    e["alibi"] = c.alibi;
+    e["tp_rank"] = c.tp_rank;
+    e["partition_size"] = c.partition_size;
     e["context_len_min"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_min);
     e["context_len_max"] = write ? nlohmann::json(nullptr) : nlohmann::json(c.context_len_max);
     e["context_lens"] = write || cr.context_lens.empty() ? nlohmann::json(nullptr) : nlohmann::json(cr.context_lens);

@@ -11,6 +11,10 @@ extern "C" int kvh_paged_attention_rocm(const kvh_attention_args*, void*);
 extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
 extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_fp8_fnuz_read_as_fn(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_prefetch_past_last_page(const kvh_attention_args*, void*);
 
 namespace {
 
@@ -29,14 +33,23 @@ kvh_capabilities fp8_caps() {
   return c;
 }
 const kvh_capabilities kFp8Caps = fp8_caps();
+/// Every built-in reader applies all four score modifiers (kvh_modifier).
+constexpr uint32_t kAllModifiers = KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI;
 const int32_t kAsmHeadSizes[] = {128};
 kvh_capabilities asm_caps() {
   kvh_capabilities c = fp8_caps();
   c.head_sizes = kAsmHeadSizes;
   c.num_head_sizes = 1;
+  c.modifiers = kAllModifiers;
+  return c;
+}
+kvh_capabilities general_caps() {
+  kvh_capabilities c = fp8_caps();
+  c.modifiers = kAllModifiers;
   return c;
 }
 const kvh_capabilities kAsmCaps = asm_caps();
+const kvh_capabilities kGeneralCaps = general_caps();
 const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
 
 const kvh_kernel_desc kBuiltins[] = {
@@ -54,19 +67,39 @@ const kvh_kernel_desc kBuiltins[] = {
         KVH_CACHE_SHUFFLE, 1),
     reader_desc<kvh_paged_attention_v1>("paged_attention_v1",
                                         "paged decode attention, pa_v1 V layout (shuffle=0), split-K", KVH_CACHE_PA_V1,
-                                        0, kSplitK, &kFp8Caps),
+                                        0, kSplitK, &kGeneralCaps),
     reader_desc<kvh_paged_attention_rocm>(
         "paged_attention_rocm",
         "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
-        KVH_CACHE_SHUFFLE, 0, kSplitK, &kFp8Caps),
+        KVH_CACHE_SHUFFLE, 0, kSplitK, &kGeneralCaps),
     reader_desc<kvh_fixture_fp8_fnuz_read_as_fn>(
         "fixture_fp8_fnuz_read_as_fn",
         "REGRESSION FIXTURE: paged_attention_rocm that decodes an e4m3fnuz cache as e4m3fn (values 2x, 0x80 read as -0)",
-        KVH_CACHE_SHUFFLE, 1, kSplitK, &kFp8Caps),
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
     reader_desc<kvh_pa_fwd_asm>(
         "pa_fwd_asm",
         "fixed-function decode attention for head_size 128, shuffle layout (stand-in for aiter's ASM kernel)",
         KVH_CACHE_SHUFFLE, 0, nullptr, &kAsmCaps),
+    reader_desc<kvh_fixture_sink_per_partition>(
+        "fixture_sink_per_partition",
+        "REGRESSION FIXTURE: paged_attention_rocm whose every split-K partition adds the attention-sink logit to "
+        "its exp-sum, so the reduce counts the sink once per non-empty partition",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_fixture_alibi_rank_slopes>(
+        "fixture_alibi_rank_slopes",
+        "REGRESSION FIXTURE: paged_attention_rocm that ignores alibi_slopes and computes the ALiBi slopes from the "
+        "per-rank head count (num_heads of the call) instead of the model's global head index",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_fixture_mask_by_zero>(
+        "fixture_mask_by_zero",
+        "REGRESSION FIXTURE: shuffle-layout reader that reads every slot of a sequence's pages and masks the unused "
+        "tail by multiplying with zero (NaN/Inf in stale slots leak)",
+        KVH_CACHE_SHUFFLE, 1, nullptr),
+    reader_desc<kvh_fixture_prefetch_past_last_page>(
+        "fixture_prefetch_past_last_page",
+        "REGRESSION FIXTURE: shuffle-layout reader that also reads the page after a sequence's last one (a "
+        "block-table padding entry) and masks it by multiplying with zero",
+        KVH_CACHE_SHUFFLE, 1, nullptr),
 };
 
 }  // namespace

@@ -31,6 +31,7 @@ struct Capabilities {
   int32_t max_gqa_ratio = 0;         // 0: any
   uint32_t cache_dtypes = 0;         // bit (1u << kvh_dtype) per cache element type; 0: the K/V dtype only
   uint32_t kv_scales = 0;            // bit (1u << kvh_scale_granularity); NONE is always accepted
+  uint32_t modifiers = 0;            // kvh_modifier bits the reader applies; 0: none
 };
 
 /// What a case asks of a kernel, checked against its Capabilities.
@@ -40,6 +41,7 @@ struct KernelUse {
   int32_t cache_format = KVH_CACHE_NHD;
   int32_t cache_dtype = 0;                            // kvh_dtype of the cache elements; 0: dtype (16-bit cache)
   kvh_scale_granularity kv_scales = KVH_SCALES_NONE;  // fp8 scale granularity
+  uint32_t modifiers = 0;  // kvh_modifier bits the case turns on
 };
 
 namespace detail {
@@ -95,7 +97,8 @@ struct Kernel {
   /// The provider's message for its last KVH_RAISED, or a generic one.
   std::string last_error() const;
   /// Empty when `use` lies within the capabilities; else why not, e.g.
-  /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64".
+  /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64", or
+  /// "X declares no support for score modifier(s) sinks, alibi; this case uses them".
   std::string outside_capabilities(const KernelUse& use) const;
 };
 

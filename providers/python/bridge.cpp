@@ -211,7 +211,11 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   return kw;
 }
 
-py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs) {
+/// The reader's keyword arguments; the score-modifier ones (sliding_window, softcap, head_offset,
+/// sinks, alibi_slopes) only for a reader that declares modifiers, so that a reader written before
+/// them, which may forward **kwargs to a function that does not take them, never sees them (the
+/// harness never runs such a reader on a case that turns one on).
+py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs, bool modifiers) {
   py::dict kw;
   if (with_outputs) kw["out"] = capsule(a.out, b);
   kw["query"] = capsule(a.query, b);
@@ -225,6 +229,14 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["k_scale"] = double(a.k_scale);
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
+  if (modifiers) {  // provider.h; a Python reader receives the ones its signature names
+    const bool has = KVH_HAS_FIELD(&a, kvh_attention_args, alibi_slopes);
+    kw["sliding_window"] = has ? a.sliding_window : 0;
+    kw["softcap"] = has ? double(a.softcap) : 0.0;
+    kw["head_offset"] = has ? a.head_offset : 0;
+    kw["sinks"] = has && a.sinks.data ? capsule(a.sinks, b) : py::none();
+    kw["alibi_slopes"] = has && a.alibi_slopes.data ? capsule(a.alibi_slopes, b) : py::none();
+  }
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
   add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_attention_args, v_scales) ? &a : nullptr, b);
   return kw;
@@ -265,7 +277,8 @@ int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
     return KVH_RAISED;
   }
   return guarded(k, [&] {
-    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true), reinterpret_cast<uintptr_t>(stream));
+    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true, k->caps.modifiers != 0),
+                           reinterpret_cast<uintptr_t>(stream));
   });
 }
 
@@ -277,7 +290,7 @@ int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
   *bytes = 0;
   k->pending.clear();
   const int rc = guarded(k, [&]() -> py::object {
-    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false));
+    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false, k->caps.modifiers != 0));
     if (py::isinstance<py::int_>(r)) {
       const long long n = r.cast<long long>();
       if (n < 0) return py::str("workspace_bytes returned a negative size " + std::to_string(n));
@@ -333,6 +346,7 @@ void describe(Bridge& b, const py::list& kernels) {
     k->caps.max_gqa_ratio = d["max_gqa_ratio"].cast<int32_t>();
     k->caps.cache_dtypes = d["cache_dtypes_mask"].cast<uint32_t>();
     k->caps.kv_scales = d["kv_scales_mask"].cast<uint32_t>();
+    k->caps.modifiers = d.contains("modifiers_mask") ? d["modifiers_mask"].cast<uint32_t>() : 0u;
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
     desc.name = k->name.c_str();

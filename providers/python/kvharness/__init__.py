@@ -34,6 +34,8 @@ DTYPES = {"fp16": 1, "bf16": 2}
 CACHE_DTYPES = {"fp16": 1, "bf16": 2, "fp8_e4m3fn": 6, "fp8_e4m3fnuz": 7}
 #: fp8 scale granularity names -> kvh_scale_granularity (k_scales/v_scales shapes in provider.h).
 KV_SCALES = {"none": 0, "tensor": 1, "head": 2, "block": 3, "token": 4}
+#: Score modifiers a reader may declare (kvh_modifier bits of provider.h).
+MODIFIERS = {"sliding_window": 1, "sinks": 2, "softcap": 4, "alibi": 8}
 
 ROLE_WRITER, ROLE_READER = 1, 2
 
@@ -55,6 +57,7 @@ class Kernel:
     max_gqa_ratio: int = 0  # 0: any
     cache_dtypes: Sequence[str] = ()  # (): the K/V dtype only
     kv_scales: Sequence[str] = ("none",)
+    modifiers: Sequence[str] = ()  # score modifiers the reader applies (MODIFIERS keys)
     workspace_bytes: Optional[Callable[..., int]] = None
 
 
@@ -91,6 +94,9 @@ def _register(fn, **fields):
         raise ValueError(f"kernel {name!r}: kv_scales {tuple(fields['kv_scales'])!r}; expected a subset of {sorted(KV_SCALES)}")
     if not callable(fn):
         raise TypeError(f"kernel {name!r}: the decorated object is not callable")
+    bad = [m for m in fields.get("modifiers", ()) if m not in MODIFIERS]
+    if bad or isinstance(fields.get("modifiers", ()), str):
+        raise ValueError(f"kernel {name!r}: modifiers {fields.get('modifiers')!r}; expected a sequence of {sorted(MODIFIERS)}")
     if int(fields.get("max_gqa_ratio", 0)) < 0:
         raise ValueError(f"kernel {name!r}: max_gqa_ratio must be >= 0")
     fields["head_sizes"] = _int_tuple(fields.get("head_sizes"), "head_sizes", name)
@@ -129,7 +135,7 @@ def writer(name: str, cache_format: str, fixture: bool = False, description: str
 def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None,
-           cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
+           modifiers: Sequence[str] = (), cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
     """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
     context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace).
 
@@ -140,6 +146,13 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     of device workspace the kernel needs (passed as `workspace`, a uint8 tensor).
     cache_dtypes/kv_scales declare fp8 caches as for writer(); on an fp8 case such a reader also
     gets kv_cache_dtype, kv_scales, k_scales and v_scales (f32 tensors, None under "none").
+    modifiers: the score modifiers the reader applies, a subset of "sliding_window",
+    "sinks", "softcap", "alibi" (provider.h gives their exact semantics); a case
+    using another one is UNSUPPORTED (misroute when routed). The reader receives
+    sliding_window (int, 0 = off), softcap (float, 0 = off), head_offset (int),
+    sinks and alibi_slopes (float32 [num_heads] tensors, or None = off) when it
+    declares any modifier and its signature names them (a keyword a signature
+    lacks is never passed; a reader that declares none never gets them).
     """
     def deco(fn):
         if workspace_bytes is not None and not callable(workspace_bytes):
@@ -148,5 +161,5 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
                          description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
                          block_sizes=block_sizes, max_gqa_ratio=int(max_gqa_ratio),
                          workspace_bytes=workspace_bytes, cache_dtypes=tuple(cache_dtypes),
-                         kv_scales=tuple(kv_scales))
+                         kv_scales=tuple(kv_scales), modifiers=tuple(modifiers))
     return deco

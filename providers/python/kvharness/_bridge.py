@@ -127,7 +127,8 @@ class Handle:
                  dtypes_mask=sum(1 << kvharness.DTYPES[d] for d in k.dtypes),
                  cache_dtypes_mask=sum(1 << kvharness.CACHE_DTYPES[d] for d in k.cache_dtypes),
                  kv_scales_mask=sum(1 << kvharness.KV_SCALES[g] for g in k.kv_scales),
-                 max_gqa_ratio=k.max_gqa_ratio, has_workspace=k.workspace_bytes is not None)
+                 max_gqa_ratio=k.max_gqa_ratio, has_workspace=k.workspace_bytes is not None,
+                 modifiers_mask=sum(kvharness.MODIFIERS[m] for m in k.modifiers))
             for k in kernels]
 
     def _tensors(self, kwargs, accepts):
