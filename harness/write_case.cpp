@@ -83,7 +83,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     // The cache, on the device: sentinels everywhere, old tokens in every owned element.
     enter_phase(Phase::AllocFill);
     DeviceArena cache(L.storage_elems, margin, L.geo.elem_bytes), expected(L.storage_elems, margin, L.geo.elem_bytes);
-    cache.fill_cache(L, c.dtype, r.data_seed, c.kv_cache_dtype);
+    cache.fill_cache(L, c.dtype, r.data_seed, Stale::Random, c.kv_cache_dtype);
     const KvScaleTensors scales(c, g.num_blocks, r.data_seed);
     expected.copy_from(cache);  // the reference writer's starting point
     // Inputs: K/V of the case's streams in a fused QKV buffer (the query columns are filler).
@@ -118,7 +118,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     note_running_component(on_device);
 
     enter_phase(Phase::Check);
-    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache, c.kv_cache_dtype);
+    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache, Stale::Random, c.kv_cache_dtype);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
     enter_phase(Phase::Check);
