@@ -40,7 +40,11 @@ LaunchFailure launch_failure(const Kernel& k, int rc);
 /// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities).
 KernelUse kernel_use(const Case& c, int32_t cache_format);
 
+/// The cache tensors get `cache_dtype` (an fp8 one: L's elements are bytes) and, when
+/// `scales` is given, its k_scales/v_scales with their granularity.
+class KvScaleTensors;
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
-                  void* d_slots, int64_t num_tokens, DType dtype);
+                  void* d_slots, int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
+                  const KvScaleTensors* scales = nullptr);
 
 }  // namespace kvh

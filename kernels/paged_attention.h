@@ -78,6 +78,14 @@ struct CorrectVariant {
   static KVH_HD int reduce_width(int lanes) { return lanes; }
   /// Whether P.V waits for every head's softmax numerators (it must).
   static constexpr bool kBarrierAfterSoftmax = true;
+  /// Dequant scale of K (is_value false) or V of token-in-block `tok` of physical block
+  /// `block` (logical block `logical_block` of its sequence) for kv head `kv`.
+  static KVH_HD float kv_scale(const AttentionParams& a, bool is_value, int64_t block, int64_t /*logical_block*/,
+                               int kv, int64_t tok) {
+    return kv_scale_of(a, is_value, block, kv, tok);
+  }
+  /// Whether an e4m3fnuz cache is decoded as e4m3fnuz (it must be; the fixture reads it as e4m3fn).
+  static constexpr bool kFnuzAsFnuz = true;
   /// Score modifiers (ScoreModifiers): the logit of unmasked token t of local query head h,
   /// from the scaled score s (soft-cap, then ALiBi).
   static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) { return a.mods.logit(s, h, t, ctx); }
@@ -118,7 +126,7 @@ KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partiti
   return int64_t(nh) * (head_size + partition_size + 3 + (kPaThreads / lanes) * head_size);
 }
 
-template <class T, int kVFormat, class Variant>
+template <class T, class C, int kVFormat, class Variant>
 __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(AttentionParams a, SplitK sk) {
   const int p = int(blockIdx.x), s = int(blockIdx.z);
   const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size, P = sk.partition_size;
@@ -156,9 +164,11 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   }
   __syncthreads();
 
-  constexpr int x = 16 / sizeof(T);  // key_cache.shape[4], checked
-  const T* kc = static_cast<const T*>(a.key_cache);
-  const T* vc = static_cast<const T*>(a.value_cache);
+  // Cache elements through the policy C (cache_fp8.h): 16-bit as they are, fp8 decoded, times the scale.
+  using E = typename C::Storage;
+  constexpr int x = C::kX;  // 16 bytes / cache element = key_cache.shape[4], checked
+  const E* kc = static_cast<const E*>(a.key_cache);
+  const E* vc = static_cast<const E*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
   for (int i = tid; i < n; i += nt) {
     const int64_t t = t0 + i;
@@ -167,11 +177,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
         if (j < nh) logits[j * P + i] = Variant::masked_logit(a.mods);
       continue;
     }
-    const T* k = kc + k_token_offset(a.k_s, bt[(t / a.block_size) * a.bt_s[1]], kv, t % a.block_size);
+    const int64_t blk = bt[(t / a.block_size) * a.bt_s[1]];
+    const E* k = kc + k_token_offset(a.k_s, blk, kv, t % a.block_size);
+    const float ksc = Variant::kv_scale(a, false, blk, t / a.block_size, kv, t % a.block_size);
     float dot[kMaxGroupHeads] = {};
     for (int c = 0; c < hs / x; ++c)
       for (int e = 0; e < x; ++e) {
-        const float kval = to_float(k[c * a.k_s[2] + e * a.k_s[4]]);
+        const float kval = C::load(k, c * a.k_s[2] + e * a.k_s[4]) * ksc;
         for (int j = 0; j < kMaxGroupHeads; ++j)
           if (j < nh) dot[j] += q_s[j * hs + c * x + e] * kval;
       }
@@ -215,12 +227,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     const int64_t dim_stride = VLayout<kVFormat>::dim_stride(a.v_s);
     const int i0 = first > t0 ? first - t0 : 0;  // masked tokens weigh 0: skip their V
     for (int i = i0 + g; i < n; i += groups) {
-      const int64_t t = t0 + i;
-      const T* v = vc + VLayout<kVFormat>::token_offset(a.v_s, x, bt[(t / a.block_size) * a.bt_s[1]], kv, t % a.block_size);
+      const int64_t t = t0 + i, blk = bt[(t / a.block_size) * a.bt_s[1]];
+      const E* v = vc + VLayout<kVFormat>::token_offset(a.v_s, x, blk, kv, t % a.block_size);
+      const float vsc = Variant::kv_scale(a, true, blk, t / a.block_size, kv, t % a.block_size);
       for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
         const int d = lane + k * lanes;
         if (d >= hs) break;
-        const float vval = to_float(v[d * dim_stride]);
+        const float vval = C::load(v, d * dim_stride) * vsc;
         for (int j = 0; j < kMaxGroupHeads; ++j)
           if (j < nh) acc[j][k] += logits[j * P + i] * vval;
       }
@@ -299,12 +312,12 @@ inline uint64_t paged_attention_workspace_bytes(const kvh_attention_args& a) {
   return uint64_t(4) * uint64_t(a.query.shape[0] * a.query.shape[1] * np * (2 + a.query.shape[2]));
 }
 
-template <class T, int kVFormat, class Variant>
+template <class T, class C, int kVFormat, class Variant>
 hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& sk, int64_t num_seqs,
                                         hipStream_t stream) {
   const int group = p.num_heads / p.num_kv_heads, chunks = (group + kMaxGroupHeads - 1) / kMaxGroupHeads;
   const size_t shared1 = sizeof(float) * size_t(partition_shared_floats(chunk_heads(group, 0), p.head_size, sk.partition_size));
-  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, kVFormat, Variant>),
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, C, kVFormat, Variant>),
                      dim3(unsigned(sk.max_partitions), unsigned(p.num_kv_heads * chunks), unsigned(num_seqs)),
                      dim3(kPaThreads), shared1, stream, p, sk);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return e;
@@ -340,8 +353,9 @@ int launch_paged_attention(const kvh_attention_args& a, void* stream) {
   }
   const AttentionParams p = make_attention_params(a);
   const hipStream_t st = static_cast<hipStream_t>(stream);
-  if (a.query.dtype == KVH_DT_F16) return launch_paged_attention_typed<fp16_t, kVFormat, Variant>(p, sk, num_seqs, st);
-  return launch_paged_attention_typed<bf16_t, kVFormat, Variant>(p, sk, num_seqs, st);
+  return with_reader_types<Variant::kFnuzAsFnuz>(a, [&](auto t, auto c) {
+    return int(launch_paged_attention_typed<decltype(t), decltype(c), kVFormat, Variant>(p, sk, num_seqs, st));
+  });
 }
 
 }  // namespace kvh::kernels
