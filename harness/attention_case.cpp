@@ -342,8 +342,6 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
   }
 
-  if (c.fp8_cache() && c.stale != Stale::Random)
-    return unsupported("stale patterns (nan, inf) for fp8 caches are not implemented; use stale = random");
   // 3. The sequences and the layout.
   std::mt19937_64 rng(r.data_seed);
   const Sequences s = make_sequences(c, rng);
@@ -496,10 +494,11 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // a reader that brings a padding entry's page into its arithmetic writes NaN.
     enter_phase(Phase::AllocFill);
     const int64_t past = std::max<int64_t>(c.block_table_padding, 0) + 1;
+    const uint16_t nan_page = c.fp8_cache() ? padding_page_code8(c.kv_cache_dtype == KvCacheDType::Fp8E4m3fnuz)
+                                            : padding_page_bits(c.dtype);
     for (DeviceArena* arena : {&cache, &snapshot}) {
-      if (c.fp8_cache()) break;  // 16-bit NaN pages; an fp8 cache's padding pages keep the sentinel bytes
-      arena->fill_pages(L, -1, 1, padding_page_bits(c.dtype));
-      arena->fill_pages(L, s.num_blocks, past, padding_page_bits(c.dtype));
+      arena->fill_pages(L, -1, 1, nan_page);
+      arena->fill_pages(L, s.num_blocks, past, nan_page);
     }
 
     kvh_attention_args a{};

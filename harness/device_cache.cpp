@@ -76,6 +76,11 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
   }
   if (kv != KvCacheDType::Same) {
     const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz;
+    if (stale != Stale::Random) {
+      device::fill_view8_const(storage(), view16(L.key), *stale_code8(stale, fnuz, false));
+      device::fill_view8_const(storage(), view16(L.value), *stale_code8(stale, fnuz, true));
+      return;
+    }
     device::fill_view8(storage(), view16(L.key), fnuz, rng::stream_key(data_seed, rng::kOldKeys));
     device::fill_view8(storage(), view16(L.value), fnuz, rng::stream_key(data_seed, rng::kOldValues));
     return;
@@ -100,11 +105,14 @@ void DeviceArena::fill_pages(const CacheLayout& L, int64_t first_id, int64_t cou
       int64_t last = page.offset;
       for (size_t d = 0; d < page.shape.size(); ++d) last += (page.shape[d] - 1) * page.stride[d];
       if (last >= 0 && page.offset < storage_elems_) continue;  // storage: another view's page (kv_first V's block -1 is K's last)
-      if (page.offset * 2 < -margin_ || (last + 1) * 2 > storage_elems_ * 2 + margin_)
+      if (page.offset * elem_bytes_ < -margin_ || (last + 1) * elem_bytes_ > storage_elems_ * elem_bytes_ + margin_)
         throw std::invalid_argument(fmt::format(
             "fill_pages: the page of block id {} reaches elements [{}, {}] of a storage of {} with {}-byte margins",
             id, page.offset, last, storage_elems_, margin_));
-      device::fill_view16_const(storage(), view16(page), bits);
+      if (elem_bytes_ == 1)
+        device::fill_view8_const(storage(), view16(page), uint8_t(bits));
+      else
+        device::fill_view16_const(storage(), view16(page), bits);
     }
 }
 
@@ -189,6 +197,10 @@ GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
     uint8_t* st8 = h.storage();
     const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz;
     for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
+      if (const std::optional<uint8_t> code = stale_code8(stale, fnuz, view == &L.value)) {
+        parallel_for_each_offset(*view, [&](int64_t off, int64_t) { st8[off] = *code; });
+        continue;
+      }
       const uint64_t key = rng::stream_key(data_seed, stream);
       parallel_for_each_offset(*view, [&](int64_t off, int64_t i) { st8[off] = rng::fp8_old_code(key, uint64_t(i), fnuz); });
     }

@@ -46,6 +46,7 @@ class DeviceArena {
   /// that overlaps the storage is left alone: it is another view's (in a
   /// kv_first cache V's block -1 is K's last block). Throws
   /// std::invalid_argument when a page would reach past the arena.
+  /// `bits`: the 16-bit pattern, or for an fp8 (1-byte) arena the byte in its low bits.
   void fill_pages(const CacheLayout& L, int64_t first_id, int64_t count, uint16_t bits);
   /// This arena's bytes := o's (same size).
   void copy_from(const DeviceArena& o);

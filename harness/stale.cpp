@@ -23,4 +23,12 @@ std::optional<uint16_t> stale_bits(Stale s, DType cache_dtype, bool is_value) {
 
 uint16_t padding_page_bits(DType cache_dtype) { return *stale_bits(Stale::Nan, cache_dtype, false); }
 
+std::optional<uint8_t> stale_code8(Stale s, bool fnuz, bool is_value) {
+  if (s == Stale::Random) return std::nullopt;
+  if (fnuz) return uint8_t(0x80);
+  return is_value ? uint8_t(0xFF) : uint8_t(0x7F);
+}
+
+uint8_t padding_page_code8(bool fnuz) { return *stale_code8(Stale::Nan, fnuz, false); }
+
 }  // namespace kvh

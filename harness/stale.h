@@ -27,4 +27,13 @@ std::optional<uint16_t> stale_bits(Stale s, DType cache_dtype, bool is_value);
 /// zero, writes NaN.
 uint16_t padding_page_bits(DType cache_dtype);
 
+/// The byte every unwritten slot of an fp8 cache holds under `s`; nullopt for
+/// Stale::Random. Neither format has Inf, so Stale::Inf is NaN too:
+///   e4m3fn:   NaN 0x7F (K), 0xFF (V)  (S.1111.111; OCP FP8 E4M3)
+///   e4m3fnuz: NaN 0x80 (its only NaN; the bit pattern of -0 elsewhere)
+std::optional<uint8_t> stale_code8(Stale s, bool fnuz, bool is_value);
+
+/// What the pages of out-of-range block ids hold in an fp8 cache: its NaN.
+uint8_t padding_page_code8(bool fnuz);
+
 }  // namespace kvh

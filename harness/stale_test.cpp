@@ -10,6 +10,7 @@
 #include "attention_case.h"
 #include "device.h"
 #include "device_cache.h"
+#include "fp8.h"
 #include "kernel_desc.h"
 #include "values.h"
 #include "views.h"
@@ -120,6 +121,38 @@ TEST(Stale, CorrectReadersPassOnNanAndInfCachesAndOutOfRangePadding) {
   pipe.writer = "reshape_and_cache_shuffle";
   const CaseResult r = run_decode_case(pipe, reg, {});
   EXPECT_EQ(r.v.status, Status::Pass) << r.v.detail;
+}
+
+// fp8 caches (issue 11 item 4: "for fp8, the format's NaN code"): the stale byte is each format's NaN
+// (neither has Inf), the device fill and the host remake put it in every owned byte, and the
+// correct readers PASS on NaN-stale fp8 caches whose padding pages hold NaN codes too.
+TEST(Stale, Fp8CachesHoldTheirFormatsNanAndCorrectReadersPass) {
+  for (bool fnuz : {false, true}) {
+    SCOPED_TRACE(fnuz ? "e4m3fnuz" : "e4m3fn");
+    const auto fmt = fnuz ? reference::Fp8Format::E4M3FNUZ : reference::Fp8Format::E4M3FN;
+    EXPECT_FALSE(stale_code8(Stale::Random, fnuz, false));
+    for (Stale st : {Stale::Nan, Stale::Inf})
+      for (bool v : {false, true}) EXPECT_TRUE(std::isnan(reference::fp8_decode(*stale_code8(st, fnuz, v), fmt)));
+    EXPECT_TRUE(std::isnan(reference::fp8_decode(padding_page_code8(fnuz), fmt)));
+    const KvCacheDType kv = fnuz ? KvCacheDType::Fp8E4m3fnuz : KvCacheDType::Fp8E4m3fn;
+    const CacheLayout L = *make_cache_layout(CacheFormat::Shuffle, Scheme::Padded, {4, 16, 2, 64, 16, 1}).layout;
+    DeviceArena dev(L.storage_elems, 512, 1);
+    dev.fill_cache(L, DType::BF16, 42, Stale::Nan, kv);
+    const GuardedArena got = dev.download();
+    ASSERT_TRUE(host_fill_cache(L, DType::BF16, 42, 512, Stale::Nan, kv).bytes() == got.bytes());
+    ASSERT_FALSE(host_fill_cache(L, DType::BF16, 42, 512, Stale::Random, kv).bytes() == got.bytes());
+    for_each_offset(L.key, [&](int64_t off) { ASSERT_EQ(got.storage()[off], *stale_code8(Stale::Nan, fnuz, false)); });
+    for_each_offset(L.value, [&](int64_t off) { ASSERT_EQ(got.storage()[off], *stale_code8(Stale::Nan, fnuz, true)); });
+    const Registry reg;
+    for (const char* reader : {"paged_attention_v1", "paged_attention_rocm"})
+      for (int64_t pad : {int64_t(-1), int64_t(3)}) {
+        Case c = decode(reader, Stale::Nan, pad);
+        c.kv_cache_dtype = kv;
+        c.kv_scales = KvScales::Block;
+        const CaseResult r = run_decode_case(c, reg, {});
+        EXPECT_EQ(r.v.status, Status::Pass) << c.id() << ": " << r.v.detail;
+      }
+  }
 }
 
 // fixture_mask_by_zero: right on finite stale slots, nan_or_inf once they hold NaN or Inf (NaN * 0, Inf * 0).

@@ -49,6 +49,8 @@ void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_c
 /// base8[v(i)] = rng::fp8_old_code(key, i, fnuz) for every logical index i of
 /// `v` (a view of 1-byte elements): the old tokens of an fp8 cache.
 void fill_view8(void* base, const View16& v, bool fnuz, uint64_t key);
+/// base8[v(i)] = code for every element of `v` (1-byte elements): an fp8 cache's stale pattern.
+void fill_view8_const(void* base, const View16& v, uint8_t code);
 
 /// What the reference writer needs to quantize into an fp8 cache: the
 /// format, the input dtype, and the scales (granularity as

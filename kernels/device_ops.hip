@@ -138,7 +138,8 @@ __global__ void reference_write_kernel(uint16_t* storage, CacheMap km, CacheMap 
 KVH_DECLARE_BARRIER_FREE(reference_write_kernel);
 
 // One work item per element (fp8 caches are filled far less often than 16-bit ones).
-__global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int fnuz, uint64_t key) {
+// code >= 0: every element gets that byte (stale patterns); else the old-token stream.
+__global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int fnuz, uint64_t key, int code) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < items; r += stride) {
     int64_t off = v.offset, rest = int64_t(r);
@@ -146,7 +147,7 @@ __global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int f
       off += (rest % v.shape[d]) * v.stride[d];
       rest /= v.shape[d];
     }
-    base[off] = rng::fp8_old_code(key, r, fnuz != 0);
+    base[off] = code >= 0 ? uint8_t(code) : rng::fp8_old_code(key, r, fnuz != 0);
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_view8_kernel);
@@ -328,8 +329,17 @@ void fill_view8(void* base, const View16& view, bool fnuz, uint64_t key) {
   const int64_t n = view.numel();
   if (n == 0) return;
   hipLaunchKernelGGL(fill_view8_kernel, dim3(blocks_for(uint64_t(n))), dim3(kThreads), 0, 0, static_cast<uint8_t*>(base),
-                     view, uint64_t(n), int(fnuz), key);
+                     view, uint64_t(n), int(fnuz), key, -1);
   check_launch("fill_view8");
+}
+
+void fill_view8_const(void* base, const View16& view, uint8_t code) {
+  if (view.ndim < 1 || view.ndim > 6) throw std::invalid_argument("fill_view8_const: a view of 1 to 6 dims");
+  const int64_t n = view.numel();
+  if (n == 0) return;
+  hipLaunchKernelGGL(fill_view8_kernel, dim3(blocks_for(uint64_t(n))), dim3(kThreads), 0, 0, static_cast<uint8_t*>(base),
+                     view, uint64_t(n), 0, uint64_t(0), int(code));
+  check_launch("fill_view8_const");
 }
 
 void reference_write_fp8(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
