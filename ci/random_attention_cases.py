@@ -10,8 +10,10 @@ not change a verdict).
 With --features (issue 12) every case also draws the score modifiers and split
 control: sliding_window, sinks, softcap, alibi, tensor parallelism with a
 tp_rank, partition_size (half of them chosen to leave the last partition one or
-a few tokens long), and pa_fwd_asm joins the readers at head_size 128. Every
-case must PASS for the correct readers:
+a few tokens long), and pa_fwd_asm joins the readers at head_size 128; and
+issue 11's axes: a stale-slot pattern (random, nan, inf), out-of-range
+block-table padding, and in 30% of the cases an fp8 cache with a scale
+granularity. Every case must PASS for the correct readers:
 
     python3 ci/random_attention_cases.py 1000 20261130 --features > /tmp/features.toml
 """
@@ -52,6 +54,13 @@ def feature_lines(hi):
         lines.append(f"partition_size = {ps or 16 + rng.randrange(497)}")
     else:
         lines.append(f"partition_size = {16 + rng.randrange(497)}")
+    # Issue 11's axes: stale slots, out-of-range padding, fp8 caches with scales.
+    lines.append(f"stale = [\"{rng.choice(['random', 'nan', 'inf'])}\"]")
+    if rng.random() < 0.5:
+        lines.append(f"block_table_padding = \"num_blocks+{rng.randrange(17)}\"")
+    if rng.random() < 0.3:
+        lines.append(f"kv_cache_dtype = [\"{rng.choice(['fp8_e4m3fn', 'fp8_e4m3fnuz'])}\"]")
+        lines.append(f"kv_scales = [\"{rng.choice(['none', 'tensor', 'head', 'block', 'token'])}\"]")
     return lines, tp
 
 
@@ -75,12 +84,16 @@ for i in range(n):
     head_size = 128 if rng.random() < 0.3 else 8 * (1 + rng.randrange(32))
     readers = ["paged_attention_v1", "paged_attention_rocm"] + (["pa_fwd_asm"] if head_size == 128 else [])
     extra, tp = feature_lines(hi)
+    fp8 = any(line.startswith("kv_cache_dtype") for line in extra)
+    if fp8:  # x = 16 for one-byte elements: head_size and block_size multiples of 16
+        head_size = 16 * ((head_size + 15) // 16)
+    block_size = rng.choice([16, 32, 48, 64, 544] if fp8 else [8, 16, 32, 48, 64, 544])
     name = f"random-h{heads * tp}-kv{kv * tp}"
     models[name] = (heads * tp, kv * tp)
     tables.append(
         f"[[attention]]\nmodels = [\"{name}\"]\ntp = {tp}\nlayouts = [\"{rng.choice(layouts)}\"]\n"
         f"head_sizes = [{head_size}]\nbatch_sizes = [{1 + rng.randrange(6)}]\n"
-        f"context_lens = [{lo}, {hi}]\nblock_sizes = [{rng.choice([8, 16, 32, 48, 64, 544])}]\n"
+        f"context_lens = [{lo}, {hi}]\nblock_sizes = [{block_size}]\n"
         f"dtypes = [\"{rng.choice(['fp16', 'bf16'])}\"]\n"
         f"readers = [\"{rng.choice(readers)}\"]\n" + "".join(line + "\n" for line in extra)
     )
