@@ -56,8 +56,10 @@ std::string context_part(const Case& c) {
 std::string Case::id() const {
   const std::string ctx = context_part(*this);
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
-  const std::string pad =
+  std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
+  if (layout == Scheme::KernelPages) pad = fmt::format("-k{}", kernel_block_size);
+  if (layout == Scheme::DegenerateStrides) pad = fmt::format("-s{}", degenerate_stride);
   const std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
   return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp,

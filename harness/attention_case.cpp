@@ -216,10 +216,20 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
 
   // 3. The sequences and the layout.
   std::mt19937_64 rng(r.data_seed);
-  const Sequences s = make_sequences(c, rng);
+  const Sequences s = make_sequences(c, rng);  // block tables and slots in the cache manager's blocks
   r.context_lens = s.context_lens;
-  CacheGeometry g{s.num_blocks, c.block_size, c.num_kv_heads, c.head_size, 8, 2};
-  auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes);
+  // kernel_pages: the reader gets its tables in kernel pages, manager block m = pages m*r .. m*r+r-1.
+  const int64_t page = c.page_size(), pages_per_block = c.block_size / page, max_pages = s.max_blocks * pages_per_block;
+  std::vector<int32_t> page_tables = s.block_tables;
+  if (pages_per_block > 1) {
+    page_tables.assign(size_t(c.batch_size * max_pages), 0);
+    for (int64_t i = 0; i < c.batch_size; ++i)
+      for (int64_t j = 0; j < max_pages; ++j)
+        page_tables[size_t(i * max_pages + j)] =
+            int32_t(s.block_tables[size_t(i * s.max_blocks + j / pages_per_block)] * pages_per_block + j % pages_per_block);
+  }
+  const CacheGeometry g = case_geometry(c, s.num_blocks);
+  auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes, 0, c.degenerate_stride);
   if (!made.layout) return unsupported(made.reason);
   const CacheLayout& L = *made.layout;
   r.key_layout = L.key.str();
@@ -289,9 +299,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
     enter_phase(Phase::Copy);
     device::Buffer d_out(out.bytes().size()), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
-    device::Buffer d_bt(std::max<size_t>(s.block_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
+    device::Buffer d_bt(std::max<size_t>(page_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
     d_out.upload(out.bytes().data(), out.bytes().size());
-    d_bt.upload(s.block_tables.data(), s.block_tables.size() * 4);
+    d_bt.upload(page_tables.data(), page_tables.size() * 4);
     d_cl.upload(s.context_lens.data(), size_t(S) * 4);
     if (!s.slots.empty()) d_slots.upload(s.slots.data(), s.slots.size() * 8);
     const auto* slots = static_cast<const int64_t*>(d_slots.get());
@@ -339,12 +349,13 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     kvh_attention_args a{};
     const kvh_dtype dt = to_kvh(c.dtype);
     a.out = to_tensor(StridedView{{S, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d_out.get()) + 4096, 2, dt);
-    a.query = to_tensor(step.views.q, step.buf.get(), 2, dt);
+    a.query = to_tensor(kernel_view(step.views.q, L), step.buf.get(), 2, dt);
     a.key_cache = to_tensor(L.key, cache.storage(), 2, dt);
     a.value_cache = to_tensor(L.value, cache.storage(), 2, dt);
-    a.block_tables = contiguous_tensor(d_bt.get(), {S, s.max_blocks}, KVH_DT_I32);
+    a.block_tables = contiguous_tensor(d_bt.get(), {S, max_pages}, KVH_DT_I32);
     a.context_lens = contiguous_tensor(d_cl.get(), {S}, KVH_DT_I32);
-    a.block_size = c.block_size;
+    a.block_size = page;
+    a.cache_block_size = pages_per_block > 1 ? c.block_size : 0;
     a.max_context_len = *std::max_element(s.context_lens.begin(), s.context_lens.end());
     a.scale = float(scale);
     a.k_scale = a.v_scale = 1.f;

@@ -37,9 +37,21 @@ struct LaunchFailure {
 };
 LaunchFailure launch_failure(const Kernel& k, int rc);
 
-/// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities).
+/// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities);
+/// its block_size is the kernel's page (Case::page_size: kernel_block_size under kernel_pages).
 KernelUse kernel_use(const Case& c, int32_t cache_format);
 
+/// The geometry of case `c`'s cache of `manager_blocks` blocks of c.block_size
+/// tokens, in the kernel's pages: under kernel_pages, manager_blocks * r pages of
+/// kernel_block_size tokens (r = block_size / kernel_block_size); else as given.
+CacheGeometry case_geometry(const Case& c, int64_t manager_blocks);
+
+/// `v` as a kernel gets it: under the degenerate_strides layout every size-1 dim
+/// carries L.degenerate_stride (query and key/value views, like the cache's).
+StridedView kernel_view(const StridedView& v, const CacheLayout& L);
+
+/// Calls writer `w` (block_size = the layout's page, L.geo.block_size; key and
+/// value through kernel_view).
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
                   void* d_slots, int64_t num_tokens, DType dtype);
 

@@ -54,7 +54,7 @@ inline bool chunks_contiguous(const kvh_tensor& t, int dim) {
   return true;
 }
 
-/// Checks the shapes a writer of `format` needs. Returns hipErrorInvalidValue
+/// Checks the shapes a writer of `format` needs (NHD and HND: K and V of one shape). Returns hipErrorInvalidValue
 /// when a rank, dtype or extent disagrees (the launcher then does not launch).
 inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format format) {
   const kvh_tensor& k = a.key;
@@ -67,9 +67,14 @@ inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format for
   const kvh_tensor &kc = a.key_cache, &vc = a.value_cache;
   switch (format) {
     case KVH_CACHE_NHD:
-      if (kc.ndim != 4 || vc.ndim != 4 || kc.shape[1] != bs || kc.shape[2] != heads || kc.shape[3] != hd)
+    case KVH_CACHE_HND: {
+      const int tok = format == KVH_CACHE_NHD ? 1 : 2, head = 3 - tok;
+      if (kc.ndim != 4 || vc.ndim != 4 || kc.shape[tok] != bs || kc.shape[head] != heads || kc.shape[3] != hd)
         return hipErrorInvalidValue;
+      for (int i = 0; i < 4; ++i)
+        if (vc.shape[i] != kc.shape[i]) return hipErrorInvalidValue;
       break;
+    }
     case KVH_CACHE_PA_V1:
     case KVH_CACHE_SHUFFLE: {
       if (kc.ndim != 5 || kc.shape[1] != heads || kc.shape[3] != bs || kc.shape[2] * kc.shape[4] != hd)
