@@ -192,6 +192,7 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["k_scale"] = double(a.k_scale);
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
+  kw["cache_block_size"] = KVH_HAS_FIELD(&a, kvh_attention_args, cache_block_size) ? a.cache_block_size : 0;
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
   return kw;
 }

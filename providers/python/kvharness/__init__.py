@@ -25,7 +25,7 @@ from typing import Callable, Optional, Sequence
 __all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
-CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2}
+CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
 #: K/V/query dtype names -> kvh_dtype.
 DTYPES = {"fp16": 1, "bf16": 2}
 
@@ -98,7 +98,7 @@ def writer(name: str, cache_format: str, fixture: bool = False, description: str
            dtypes: Sequence[str] = ("fp16", "bf16"), head_sizes=None, block_sizes=None):
     """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size).
 
-    cache_format: "flash" (NHD), "pa_v1" or "shuffle". fixture=True marks a
+    cache_format: "flash" (NHD), "pa_v1", "shuffle" or "hnd". fixture=True marks a
     known-bad kernel kept on purpose (its failures are expected). Raises
     ValueError/TypeError at import for a bad declaration.
     """
@@ -113,7 +113,14 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None):
     """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
-    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace).
+    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace,
+    cache_block_size).
+
+    cache_format: "flash" (NHD: key_cache and value_cache [num_blocks, block_size,
+    num_kv_heads, head_size]), "hnd" ([num_blocks, num_kv_heads, block_size,
+    head_size]), "pa_v1" or "shuffle". cache_block_size is the cache manager's
+    block when it holds several of the kernel's pages (block_tables are in
+    kernel pages of block_size tokens), else 0.
 
     head_sizes/block_sizes (None: any), dtypes and max_gqa_ratio (0: any) are
     the declared capabilities: a case outside them is UNSUPPORTED, or misroute
