@@ -192,7 +192,10 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["k_scale"] = double(a.k_scale);
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
-  kw["cache_block_size"] = KVH_HAS_FIELD(&a, kvh_attention_args, cache_block_size) ? a.cache_block_size : 0;
+  // Only when set (kernel_pages cases): a provider whose readers forward **kwargs to a function
+  // with a fixed argument list (kvharness_torch's) keeps working on every other case.
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, cache_block_size) && a.cache_block_size != 0)
+    kw["cache_block_size"] = a.cache_block_size;
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
   return kw;
 }

@@ -113,14 +113,14 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None):
     """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
-    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace,
-    cache_block_size).
+    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace),
+    plus cache_block_size in kernel_pages cases only.
 
     cache_format: "flash" (NHD: key_cache and value_cache [num_blocks, block_size,
     num_kv_heads, head_size]), "hnd" ([num_blocks, num_kv_heads, block_size,
-    head_size]), "pa_v1" or "shuffle". cache_block_size is the cache manager's
-    block when it holds several of the kernel's pages (block_tables are in
-    kernel pages of block_size tokens), else 0.
+    head_size]), "pa_v1" or "shuffle". cache_block_size, when passed, is the
+    cache manager's block, holding several of the kernel's pages (block_tables
+    are in kernel pages of block_size tokens).
 
     head_sizes/block_sizes (None: any), dtypes and max_gqa_ratio (0: any) are
     the declared capabilities: a case outside them is UNSUPPORTED, or misroute
