@@ -68,10 +68,10 @@ struct CorrectVariant {
   static KVH_HD float reduce_reference_max(float global_max, const float* /*maxima*/, int /*np*/) { return global_max; }
   /// Partition p's weight in the reduce: its exp-sum rescaled from its own max to `ref`.
   static KVH_HD float partition_weight(float exp_sum, float max_logit, float ref) { return exp_sum * expf(max_logit - ref); }
-  /// Tokens one block_tables entry covers: the kernel's page, block_size
+  /// The block_tables column of token t: t / block_size, the kernel's page
   /// (cache_block_size is the manager's block, a multiple of it; the tables
-  /// are already in kernel pages).
-  static KVH_HD int64_t page_tokens(const AttentionParams& a) { return a.block_size; }
+  /// are already in kernel pages). The token's slot in that page is t % block_size.
+  static KVH_HD int64_t page_index(const AttentionParams& a, int64_t t) { return t / a.block_size; }
   /// What the launcher derives from the args beyond make_attention_params
   /// (host side, before launch): nothing; a planted reader replaces a stride
   /// or extent here the way a kernel that mis-reads its views would.
@@ -144,11 +144,11 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   const T* kc = static_cast<const T*>(a.key_cache);
   const T* vc = static_cast<const T*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
-  const int64_t page = Variant::page_tokens(a);
+  const int64_t page = a.block_size;
   const int64_t k_chunk = KL::chunk_stride(a.k_s, x), k_elem = KL::elem_stride(a.k_s);
   for (int i = tid; i < n; i += nt) {
     const int64_t t = t0 + i;
-    const T* k = kc + KL::token_offset(a.k_s, bt[(t / page) * a.bt_s[1]], kv, t % page);
+    const T* k = kc + KL::token_offset(a.k_s, bt[Variant::page_index(a, t) * a.bt_s[1]], kv, t % page);
     float dot[kMaxGroupHeads] = {};
     for (int c = 0; c < hs / x; ++c)
       for (int e = 0; e < x; ++e) {
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     const int64_t dim_stride = VL::dim_stride(a.v_s);
     for (int i = g; i < n; i += groups) {
       const int64_t t = t0 + i;
-      const T* v = vc + VL::token_offset(a.v_s, x, bt[(t / page) * a.bt_s[1]], kv, t % page);
+      const T* v = vc + VL::token_offset(a.v_s, x, bt[Variant::page_index(a, t) * a.bt_s[1]], kv, t % page);
       for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
         const int d = lane + k * lanes;
         if (d >= hs) break;
