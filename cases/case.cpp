@@ -31,6 +31,38 @@ std::optional<ValueDist> parse_value_dist(const std::string& s) {
   return std::nullopt;
 }
 
+const char* to_string(Stale s) {
+  switch (s) {
+    case Stale::Random: return "random";
+    case Stale::Nan: return "nan";
+    case Stale::Inf: return "inf";
+  }
+  return "?";
+}
+
+std::optional<Stale> parse_stale(const std::string& s) {
+  for (auto v : {Stale::Random, Stale::Nan, Stale::Inf})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::string block_table_padding_name(int64_t padding) {
+  return padding < 0 ? std::string("-1") : fmt::format("num_blocks+{}", padding);
+}
+
+std::optional<int64_t> parse_block_table_padding(const std::string& s) {
+  if (s == "-1") return -1;
+  const std::string prefix = "num_blocks+";
+  if (s.rfind(prefix, 0) != 0 || s.size() == prefix.size() || s.size() > prefix.size() + 3) return std::nullopt;
+  int64_t k = 0;
+  for (size_t i = prefix.size(); i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    k = k * 10 + (s[i] - '0');
+  }
+  if (k > kMaxPaddingK) return std::nullopt;
+  return k;
+}
+
 namespace {
 std::string kernels_of(const Case& c) {
   if (c.kind == CaseKind::Write) return c.writer;
@@ -60,18 +92,42 @@ std::string Case::id() const {
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
   if (layout == Scheme::KernelPages) pad = fmt::format("-k{}", kernel_block_size);
   if (layout == Scheme::DegenerateStrides) pad = fmt::format("-s{}", degenerate_stride);
-  const std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
-  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
+  std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
+  if (stale != Stale::Random) vals += fmt::format("/stale={}", to_string(stale));
+  if (block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(block_table_padding);
+  if (min_block_id != 1) vals += fmt::format("/minblock={}", min_block_id);
+  std::string mods;
+  if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);
+  if (sinks) mods += "/sinks";
+  if (softcap > 0) mods += fmt::format("/cap{}", softcap);
+  if (alibi) mods += "/alibi";
+  if (tp_rank != 0) mods += fmt::format("/rank{}", tp_rank);
+  if (partition_size != 0) mods += fmt::format("/ps{}", partition_size);
+  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp,
-                     vals, seed);
+                     vals, mods, seed);
 }
 
 std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }
 
+uint32_t Case::modifiers() const {
+  // The kvh_modifier values of kvharness/provider.h (cases/ does not include the ABI header).
+  return (sliding_window > 0 ? 1u : 0u) | (sinks ? 2u : 0u) | (softcap > 0 ? 4u : 0u) | (alibi ? 8u : 0u);
+}
+
+std::string json_double(double v) {
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
 int Case::shuffle() const {
   if (!router_policy.empty()) return 1;  // both routed readers read the shuffled V layout
   const std::string& k = kind == CaseKind::Write || reader.empty() ? writer : reader;
-  return k.find("shuffle") != std::string::npos || k == "paged_attention_rocm" || k == "pa_fwd_asm" ? 1 : 0;
+  return k.find("shuffle") != std::string::npos || k == "paged_attention_rocm" || k == "pa_fwd_asm" ||
+                 k == "fixture_mask_by_zero" || k == "fixture_prefetch_past_last_page"
+             ? 1
+             : 0;
 }
 
 }  // namespace kvh

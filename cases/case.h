@@ -16,10 +16,20 @@ enum class DType { F16, BF16 };
 /// Sink, attention-sink tokens whose logits exceed every other by more than 100;
 /// Large, K and V near the dtype's largest finite value.
 enum class ValueDist { Normal, Sink, Large };
+/// What a decode case's cache holds in every slot the case does not write
+/// (issue 11): the unused tail slots of each sequence's last block, the null
+/// block and the spare blocks nobody owns. Random: finite old tokens (counter
+/// streams kOldKeys / kOldValues); Nan: the cache dtype's NaN; Inf: +Inf in
+/// the K cache and -Inf in the V cache (a format without Inf, fp8: its NaN).
+/// The bit patterns: harness/stale.h stale_bits.
+enum class Stale { Random, Nan, Inf };
 
 const char* to_string(CaseKind k);
 const char* to_string(DType d);
 const char* to_string(ValueDist v);
+const char* to_string(Stale s);
+/// "random" | "nan" | "inf" -> the pattern; nullopt for another name.
+std::optional<Stale> parse_stale(const std::string& s);
 /// "normal" | "sink" | "large" -> the distribution; nullopt for another name.
 std::optional<ValueDist> parse_value_dist(const std::string& s);
 
@@ -49,6 +59,18 @@ struct Case {
   std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
                                                      // when set, min/max are its extremes and nothing is drawn
   ValueDist values = ValueDist::Normal;  // attention/pipeline: how Q, K, V are distributed
+  // Score modifiers and split control (attention/pipeline; kvharness/provider.h), each off by default:
+  int64_t sliding_window = 0;     // left window in tokens, the query's own included; 0 = off
+  bool sinks = false;             // per-head attention-sink logits (drawn from `seed`, per global head)
+  double softcap = 0;             // logits soft-cap; 0 = off
+  bool alibi = false;             // ALiBi with the standard slopes of the model's num_heads * tp heads
+  int tp_rank = 0;                // which rank's heads (global heads tp_rank * num_heads ...); 0 <= tp_rank < tp
+  int32_t partition_size = 0;     // split-K partition in tokens passed to the reader; 0 = the reader's default
+  Stale stale = Stale::Random;           // attention/pipeline: what unwritten cache slots hold
+  int64_t block_table_padding = -1;      // attention/pipeline: block_tables padding entries hold block id -1
+                                         // (-1), or num_blocks + K (K >= 0); both out of range
+  int64_t min_block_id = 1;              // attention/pipeline: sequences' blocks come from ids >= this
+                                         // (the large reader suite: ids above 65,535); block 0 is the null block
   std::string expect_routed_to;   // router cases: the reader the policy must pick ("" = not stated);
                                   // another route is FAIL misroute even when that reader could run the case
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
@@ -59,16 +81,34 @@ struct Case {
   int64_t page_size() const { return layout == Scheme::KernelPages && kernel_block_size > 0 ? kernel_block_size : block_size; }
   /// Stable across runs, "/"-separated: kind/model/tp/head_size/layout/block_size/dtype/batch/
   /// [context range/]kernels/[values=V/]seed, where kernels is the writer, or writer+reader or
-  /// writer+router, and "values=V/" appears only when V is not normal (ids of earlier cases stay).
+  /// writer+router, and "values=V/" appears only when V is not normal (ids of earlier cases stay);
+  /// likewise "/stale=S" (S not random), "/pad=num_blocks+K" (padding not -1) and "/minblock=N" (N not 1).
   /// The layout part carries the layout's parameter: "padded-5000B", "kernel_pages-k16",
   /// "degenerate_strides-s0".
   /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
   /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
+  /// Modifiers and split control append, only when not default and in this order, before the
+  /// seed: "/winN" (sliding_window), "/sinks", "/capX" (softcap), "/alibi", "/rankR" (tp_rank),
+  /// "/psP" (partition_size).
   std::string id() const;
   /// Row name in the matrix: variant_name if given, else the kernels.
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.
   int shuffle() const;
+  /// kvh_modifier bits of the modifiers this case turns on.
+  uint32_t modifiers() const;
 };
+
+/// `v` as results.json (nlohmann::json) prints a double: shortest round trip, ".0" when integral
+/// ("30.0", "2.5"); the spelling of the softcap filter key.
+std::string json_double(double v);
+
+/// "-1" or "num_blocks+K": the case-file spelling of Case::block_table_padding.
+std::string block_table_padding_name(int64_t padding);
+/// Parses "-1" or "num_blocks+K" (K an integer in [0, kMaxPaddingK]); nullopt otherwise.
+std::optional<int64_t> parse_block_table_padding(const std::string& s);
+/// Largest K of "num_blocks+K": the pages of padding ids must lie inside the
+/// cache arena's margins (harness/attention_case.cpp sizes them), where they hold NaN.
+constexpr int64_t kMaxPaddingK = 16;
 
 }  // namespace kvh

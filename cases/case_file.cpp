@@ -169,7 +169,9 @@ void add_case(const Ctx& c, const toml::table& t, std::vector<Case>& out, Case&&
                                              kMaxCasesPerFile));
   // K and V of every token, 2 bytes an element (fp16 and bf16). The large
   // layout sizes its cache by its own rule (layout.h), not by the tokens.
-  const int64_t tokens = k.kind == CaseKind::Write ? k.batch_size : k.batch_size * k.context_len_max;
+  // A decode case's blocks below min_block_id are cache too (unused, but allocated).
+  const int64_t tokens = k.kind == CaseKind::Write ? k.batch_size
+                                                   : k.batch_size * k.context_len_max + (k.min_block_id - 1) * k.block_size;
   const int64_t bytes = tokens * k.num_kv_heads * k.head_size * 2 * 2;  // each factor <= 2^36, 2^12, 2^10
   if (k.layout != Scheme::Large && bytes > kMaxKvCacheBytes)
     c.fail(t, k.kind == CaseKind::Write ? "num_tokens" : "batch_sizes",
@@ -364,6 +366,81 @@ std::string expected_route(const Ctx& c, const toml::table& where, const RouteEx
                      e.source, k.router_policy, k.head_size, to_string(k.dtype), k.batch_size, k.high_precision));
 }
 
+// A decode axis given as one value or a non-empty array of them; `elem` parses and checks one
+// element (failing through c.fail with `expected` otherwise). Absent: {dflt}.
+template <class T, class Elem>
+std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem) {
+  const toml::node* n = t.get(key);
+  if (!n) return {dflt};
+  std::vector<T> out;
+  if (const toml::array* a = n->as_array()) {
+    if (a->empty()) c.fail(*n, key, "expected a value or a non-empty array of values");
+    for (const auto& e : *a) out.push_back(elem(e));
+  } else {
+    out.push_back(elem(*n));
+  }
+  return out;
+}
+
+// The score-modifier and split-control axes of a decode table (case.h), each off by default.
+struct ModifierAxes {
+  std::vector<int64_t> sliding_window;
+  std::vector<bool> sinks, alibi;
+  std::vector<double> softcap;
+  std::vector<int64_t> tp_rank, partition_size;
+};
+
+ModifierAxes modifier_axes(const Ctx& c, const toml::table& t, int tp) {
+  auto int_in = [&](const std::string& key, int64_t lo, int64_t hi, const std::string& what) {
+    return [&c, key, lo, hi, what](const toml::node& e) {
+      if (!e.is_integer()) c.fail(e, key, fmt::format("expected {}, got {}", what, type_name(e)));
+      const int64_t v = *e.value<int64_t>();
+      if (v < lo || v > hi) c.fail(e, key, fmt::format("expected {}, got {}", what, v));
+      return v;
+    };
+  };
+  auto boolean = [&](const std::string& key) {
+    return [&c, key](const toml::node& e) {
+      if (!e.is_boolean()) c.fail(e, key, "expected true or false, got " + type_name(e));
+      return *e.value<bool>();
+    };
+  };
+  ModifierAxes m;
+  m.sliding_window = axis<int64_t>(
+      c, t, "sliding_window", 0, int_in("sliding_window", 0, 1 << 20, "a window in tokens in [1, 1048576], or 0 (off)"));
+  m.sinks = axis<bool>(c, t, "sinks", false, boolean("sinks"));
+  m.alibi = axis<bool>(c, t, "alibi", false, boolean("alibi"));
+  m.softcap = axis<double>(c, t, "softcap", 0.0, [&c](const toml::node& e) {
+    if (!e.is_number()) c.fail(e, "softcap", "expected a soft-cap > 0 (e.g. 30.0), or 0 (off), got " + type_name(e));
+    const double v = *e.value<double>();
+    if (!(v >= 0 && v <= 1e6))
+      c.fail(e, "softcap", fmt::format("expected a soft-cap in (0, 1e6], or 0 (off), got {}", v));
+    return v;
+  });
+  m.tp_rank = axis<int64_t>(c, t, "tp_rank", 0,
+                            int_in("tp_rank", 0, tp - 1, fmt::format("a rank in [0, {}] (tp = {})", tp - 1, tp)));
+  m.partition_size = axis<int64_t>(c, t, "partition_size", 0,
+                                   int_in("partition_size", 0, 1 << 20,
+                                          "a partition in tokens in [1, 1048576], or 0 (the reader's default)"));
+  return m;
+}
+
+// Calls emit(k) for `base` under every combination of the modifier axes, outermost first.
+template <class Emit>
+void for_each_modifiers(const ModifierAxes& m, Emit&& emit, const Case& base) {
+  for (int64_t w : m.sliding_window)
+    for (bool sk : m.sinks)
+      for (double cap : m.softcap)
+        for (bool al : m.alibi)
+          for (int64_t rank : m.tp_rank)
+            for (int64_t ps : m.partition_size) {
+              Case k = base;
+              k.sliding_window = w, k.sinks = sk, k.softcap = cap, k.alibi = al;
+              k.tp_rank = int(rank), k.partition_size = int32_t(ps);
+              emit(k);
+            }
+}
+
 // One row of an [[attention]] or [[pipeline]] table: which kernels run.
 struct Variant {
   std::string name, writer, reader, router;
@@ -416,11 +493,13 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
              "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries",
-             "kernel_block_size", "degenerate_strides"});
+             "kernel_block_size", "degenerate_strides", "sliding_window", "sinks", "softcap", "alibi", "tp_rank",
+             "partition_size", "stale", "block_table_padding", "min_block_id"});
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
+  const ModifierAxes mods = modifier_axes(c, t, axes.tp);
   // The large layout sizes a cache by its write tokens; decode caches are sized by their sequences.
   if (std::find(axes.layouts.begin(), axes.layouts.end(), "large") != axes.layouts.end())
     c.fail(*t.get("layouts"), "layouts", "'large' is a [[write]] suite only (see cases/large.toml)");
@@ -457,6 +536,21 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   std::vector<ValueDist> values;
   for (const auto& v : strings(c, t, "values", false, {"normal", "sink", "large"})) values.push_back(*parse_value_dist(v));
   if (values.empty()) values = {ValueDist::Normal};
+  std::vector<Stale> stales;
+  for (const auto& v : strings(c, t, "stale", false, {"random", "nan", "inf"})) stales.push_back(*parse_stale(v));
+  if (stales.empty()) stales = {Stale::Random};
+  int64_t padding = -1;
+  if (const toml::node* n = t.get("block_table_padding")) {
+    const std::optional<std::string> text = n->value<std::string>();
+    const std::optional<int64_t> parsed = text && n->is_string() ? parse_block_table_padding(*text) : std::nullopt;
+    if (!parsed)
+      c.fail(*n, "block_table_padding",
+             fmt::format("expected \"-1\" or \"num_blocks+K\" with K an integer in [0, {}], got {}", kMaxPaddingK,
+                         text && n->is_string() ? "'" + *text + "'" : type_name(*n)));
+    padding = *parsed;
+  }
+  // Block ids are int32 in block_tables; the cache grows with the first id (see cases/large_readers.toml).
+  const int64_t min_block_id = integer(c, t, "min_block_id", 1, 1, int64_t(1) << 30);
   const RouteExpectation table_route = route_expectation(c, t);
   bool boundaries = false;
   if (const toml::node* b = t.get("route_boundaries")) {
@@ -487,23 +581,29 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
       const RouteExpectation& route = v.route.stated() ? v.route : table_route;
       for (const auto& lens : rows)
         for (ValueDist vd : values)
-          for (int64_t seed : seeds) {
-            Case k = base;
-            k.batch_size = int64_t(lens.size());
-            if (lens.front() > 0) k.context_lens = lens;
-            k.writer = v.writer;
-            k.reader = v.reader;
-            k.router_policy = v.router;
-            k.target = v.router.empty() ? "" : target;
-            k.high_precision = hp;
-            k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
-            k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
-            k.variant_name = v.name;
-            k.values = vd;
-            k.seed = uint64_t(seed);
-            if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
-            add_case(c, t, out, std::move(k));
-          }
+          for_each_modifiers(mods, [&](const Case& modified) {
+            for (Stale st : stales)
+              for (int64_t seed : seeds) {
+                Case k = modified;
+                k.batch_size = int64_t(lens.size());
+                if (lens.front() > 0) k.context_lens = lens;
+                k.writer = v.writer;
+                k.reader = v.reader;
+                k.router_policy = v.router;
+                k.target = v.router.empty() ? "" : target;
+                k.high_precision = hp;
+                k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
+                k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];
+                k.variant_name = v.name;
+                k.values = vd;
+                k.stale = st;
+                k.block_table_padding = padding;
+                k.min_block_id = min_block_id;
+                k.seed = uint64_t(seed);
+                if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
+                add_case(c, t, out, std::move(k));
+              }
+          }, base);
     }
   });
 }

@@ -1,4 +1,5 @@
 #include "case_file.h"
+#include "filter.h"
 #include "case_file_test_util.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,45 @@ TEST(CaseFile, ExpandsTheCartesianProductWithPerRankHeads) {
 }
 
 using testing::expect_error;
+
+// Issue 11: the stale axis is crossed in; padding and min_block_id are per table; ids change only off the defaults.
+TEST(CaseFile, StaleAxisPaddingAndMinBlockId) {
+  const std::string head = "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                           "batch_sizes = [4]\ncontext_lens = [1, 300]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\n"
+                           "readers = [\"paged_attention_rocm\"]\n";
+  const auto plain = parse_case_text(head, "t.toml");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].stale, Stale::Random);
+  EXPECT_EQ(plain[0].block_table_padding, -1);
+  EXPECT_EQ(plain[0].min_block_id, 1);
+  EXPECT_EQ(plain[0].id().find("stale"), std::string::npos) << "default ids keep their old form";
+  EXPECT_EQ(plain[0].id().find("pad="), std::string::npos);
+  const auto crossed = parse_case_text(head + "stale = [\"random\", \"nan\", \"inf\"]\nblock_table_padding = \"num_blocks+7\"\n"
+                                              "min_block_id = 70000\n", "t.toml");
+  ASSERT_EQ(crossed.size(), 3u);
+  EXPECT_EQ(crossed[1].stale, Stale::Nan);
+  EXPECT_EQ(crossed[2].stale, Stale::Inf);
+  EXPECT_EQ(crossed[2].block_table_padding, 7);
+  EXPECT_EQ(crossed[2].min_block_id, 70000);
+  EXPECT_NE(crossed[2].id().find("/stale=inf/pad=num_blocks+7/minblock=70000/s1"), std::string::npos) << crossed[2].id();
+  EXPECT_EQ(crossed[0].id().find("stale"), std::string::npos) << crossed[0].id();
+  EXPECT_EQ(parse_case_text(head + "block_table_padding = \"-1\"\n", "t.toml")[0].id(), plain[0].id());
+}
+
+TEST(CaseFile, BadStaleOrPaddingNamesTheFieldAndTheChoices) {
+  const std::string head = "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                           "batch_sizes = [4]\ncontext_lens = [1, 300]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\n"
+                           "readers = [\"paged_attention_rocm\"]\n";
+  expect_error(head + "stale = [\"zero\"]\n", "bad.toml:10: field 'stale': unknown value 'zero'; expected one of random, nan, inf");
+  expect_error(head + "block_table_padding = \"num_blocks+17\"\n",
+               "bad.toml:10: field 'block_table_padding': expected \"-1\" or \"num_blocks+K\" with K an integer in [0, 16], got 'num_blocks+17'");
+  expect_error(head + "block_table_padding = \"0\"\n", "field 'block_table_padding': expected \"-1\" or \"num_blocks+K\"");
+  expect_error(head + "block_table_padding = \"num_blocks+\"\n", "got 'num_blocks+'");
+  expect_error(head + "block_table_padding = -1\n", "got an integer");
+  expect_error(head + "min_block_id = 0\n", "field 'min_block_id': expected an integer in [1, 1073741824], got 0");
+  // The unused blocks below min_block_id are cache too: the per-case cache cap counts them.
+  expect_error(head + "min_block_id = 1073741824\n", "GiB of K/V cache; at most 64 GiB per case");
+}
 
 TEST(CaseFile, BadFilesNameFileLineFieldAndWhatWasExpected) {
   expect_error("[[write]]\nmodels = [\"nope\"]\n", "bad.toml:2: field 'models': unknown value 'nope'; expected one of");
@@ -176,6 +216,65 @@ readers = ["paged_attention_v1"]
   std::string zero = text;
   zero.replace(zero.find("[4096]"), 6, "[0]");
   expect_error(zero, "field 'context_lens_lists': expected integer context lengths in [1, 1048576]");
+}
+
+// Issue 12: score modifiers and split control, each off by default; ids gain suffixes only when not.
+TEST(CaseFile, ModifierAndSplitAxesExpandAndSuffixTheIds) {
+  const std::string base = R"(
+[[attention]]
+models = ["Llama-3.1-8B"]
+tp = 2
+layouts = ["kv_first"]
+context_lens_lists = [[1, 300]]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["paged_attention_rocm"]
+)";
+  const auto plain = parse_case_text(base, "x.toml");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].sliding_window, 0);
+  EXPECT_FALSE(plain[0].sinks || plain[0].alibi);
+  EXPECT_EQ(plain[0].softcap, 0);
+  EXPECT_EQ(plain[0].tp_rank, 0);
+  EXPECT_EQ(plain[0].partition_size, 0);
+  EXPECT_EQ(plain[0].id(),
+            "attention/Llama-3.1-8B/tp2/hd128/kv_first/bs16/fp16/n2/ctx=1+300/reference+paged_attention_rocm/s1");
+  std::string with = base;
+  with += "sliding_window = [0, 128]\nsinks = true\nsoftcap = [30.0, 2.5]\nalibi = [false, true]\ntp_rank = [0, 1]\n"
+          "partition_size = 433\n";
+  const auto cases = parse_case_text(with, "x.toml");
+  ASSERT_EQ(cases.size(), 2u * 2 * 2 * 2);
+  const Case& last = cases.back();
+  EXPECT_EQ(last.sliding_window, 128);
+  EXPECT_TRUE(last.sinks && last.alibi);
+  EXPECT_EQ(last.softcap, 2.5);
+  EXPECT_EQ(last.tp_rank, 1);
+  EXPECT_EQ(last.partition_size, 433);
+  EXPECT_EQ(last.id(), "attention/Llama-3.1-8B/tp2/hd128/kv_first/bs16/fp16/n2/ctx=1+300/reference+paged_attention_rocm/"
+                       "win128/sinks/cap2.5/alibi/rank1/ps433/s1");
+  EXPECT_EQ(cases.front().id(), "attention/Llama-3.1-8B/tp2/hd128/kv_first/bs16/fp16/n2/ctx=1+300/"
+                                "reference+paged_attention_rocm/sinks/cap30/ps433/s1");
+  EXPECT_EQ(last.modifiers(), 15u);
+  EXPECT_EQ(case_field(last, "softcap"), "2.5");
+  EXPECT_EQ(case_field(cases.front(), "softcap"), "30.0");  // as results.json prints it
+  EXPECT_TRUE(Filter("sinks=1,alibi=1,tp_rank=1,sliding_window=128,partition_size=433").matches(last));
+  EXPECT_FALSE(Filter("alibi=0").matches(last));
+  EXPECT_THROW(Filter("sinks=true"), FilterError);  // booleans are 0 and 1, as shuffle
+
+  expect_error(base + "tp_rank = 2\n", "field 'tp_rank': expected a rank in [0, 1] (tp = 2), got 2");
+  expect_error(base + "sliding_window = -1\n", "field 'sliding_window': expected a window in tokens");
+  expect_error(base + "sinks = 1\n", "field 'sinks': expected true or false, got an integer");
+  expect_error(base + "softcap = \"50\"\n",
+               "field 'softcap': expected a soft-cap > 0 (e.g. 30.0), or 0 (off), got a string");
+  expect_error(base + "softcap = -1.0\n", "field 'softcap': expected a soft-cap in (0, 1e6], or 0 (off), got -1");
+  expect_error(base + "partition_size = []\n", "field 'partition_size': expected a value or a non-empty array");
+  expect_error(base + "alibi = [true, \"no\"]\n", "field 'alibi': expected true or false, got a string");
+  try {
+    parse_case_text(base + "tp_rank = 5\n", "x.toml");
+    ADD_FAILURE();
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.toml:10:"), std::string::npos) << e.what();  // file and line
+  }
 }
 
 TEST(KnownFailures, LoadsItsTablesAndNamesBadOnes) {

@@ -13,7 +13,9 @@ const std::vector<std::string>& Filter::keys() {
   static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
                                           "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
                                           "writer",    "variant",    "seed",  "shuffle",
-                                          "reader",    "router_policy", "target",  "values"};
+                                          "reader",    "router_policy", "target",  "values",
+                                          "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size",
+                                          "stale",     "block_table_padding"};
   return k;
 }
 
@@ -37,6 +39,14 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "router_policy") return c.router_policy;
   if (key == "target") return c.target;
   if (key == "values") return to_string(c.values);
+  if (key == "sliding_window") return std::to_string(c.sliding_window);
+  if (key == "sinks") return c.sinks ? "1" : "0";  // as compare reads a results.json boolean
+  if (key == "softcap") return json_double(c.softcap);
+  if (key == "alibi") return c.alibi ? "1" : "0";
+  if (key == "tp_rank") return std::to_string(c.tp_rank);
+  if (key == "partition_size") return std::to_string(c.partition_size);
+  if (key == "stale") return to_string(c.stale);
+  if (key == "block_table_padding") return c.kind == CaseKind::Write ? "" : block_table_padding_name(c.block_table_padding);
   return "";
 }
 
@@ -51,6 +61,8 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "dtype") return {"fp16", "bf16"};
   if (key == "shuffle") return {"0", "1"};
   if (key == "values") return {"normal", "sink", "large"};
+  if (key == "sinks" || key == "alibi") return {"0", "1"};
+  if (key == "stale") return {"random", "nan", "inf"};
   return {};
 }
 }  // namespace

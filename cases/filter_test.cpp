@@ -15,6 +15,18 @@ Case sample() {
   return c;
 }
 
+// Issue 11: expected failures of the masking fixtures are scoped by stale pattern and padding.
+TEST(Filter, StaleAndBlockTablePaddingAreKeys) {
+  Case c = sample();
+  c.kind = CaseKind::Attention;
+  EXPECT_TRUE(Filter("stale=random,block_table_padding=-1").matches(c));
+  c.stale = Stale::Inf;
+  c.block_table_padding = 4;
+  EXPECT_TRUE(Filter("stale=nan|inf,block_table_padding=num_blocks+*").matches(c));
+  EXPECT_FALSE(Filter("stale=nan").matches(c));
+  EXPECT_THROW(Filter("stale=zero"), FilterError);
+}
+
 TEST(Filter, TermsAreAndedWithAlternativesGlobsAndNegation) {
   Case c = sample();
   EXPECT_TRUE(Filter("").matches(c));

@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cmath>
 #include <numeric>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "device.h"
 #include "parallel.h"
 #include "router.h"
+#include "stale.h"
 #include "tolerance.h"
 #include "value_dist.h"
 #include "values.h"
@@ -34,10 +38,14 @@ constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs wit
 // The sequences of one case: lengths, block tables, and every token's slot.
 struct Sequences {
   std::vector<int32_t> context_lens;
-  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks]
+  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks]; entries past a sequence's pages hold padding_id
   int64_t max_blocks = 0, num_blocks = 0, total_tokens = 0;
+  int32_t padding_id = -1;            // -1 or num_blocks + K (Case::block_table_padding): out of range
   std::vector<int64_t> slots;         // [total_tokens], sequence by sequence
 };
+
+// Bytes of the guarded margins around `out`, block_tables and context_lens.
+constexpr int64_t kSmallMargin = 4096;
 
 // Per-sequence context lengths: the case's explicit list, or draws from
 // [min, max] whose first two are the ends themselves (when the batch has
@@ -62,12 +70,17 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
     used += blocks;
     s.total_tokens += n;
   }
-  // Block 0 is the null block; a few spare blocks hold stale tokens nobody owns.
-  s.num_blocks = 1 + used + used / 8 + 1;
-  std::vector<int32_t> ids(size_t(s.num_blocks - 1));
-  std::iota(ids.begin(), ids.end(), 1);
+  // Every row gets at least one padding entry: a reader that looks one page past a
+  // sequence's last page finds the padding id there, never another sequence's page.
+  ++s.max_blocks;
+  // Block 0 is the null block, blocks below min_block_id are unused; a few spare blocks
+  // hold stale tokens nobody owns. The sequences' pages are a shuffle of the ids above.
+  s.num_blocks = c.min_block_id + used + used / 8 + 1;
+  std::vector<int32_t> ids(size_t(s.num_blocks - c.min_block_id));
+  std::iota(ids.begin(), ids.end(), int32_t(c.min_block_id));
   std::shuffle(ids.begin(), ids.end(), rng);
-  s.block_tables.assign(size_t(c.batch_size * s.max_blocks), 0);
+  s.padding_id = c.block_table_padding < 0 ? -1 : int32_t(s.num_blocks + c.block_table_padding);
+  s.block_tables.assign(size_t(c.batch_size * s.max_blocks), s.padding_id);
   size_t next = 0;
   for (int64_t i = 0; i < c.batch_size; ++i) {
     const int64_t n = s.context_lens[size_t(i)];
@@ -90,11 +103,39 @@ std::vector<uint16_t> host_stream(DType dtype, uint64_t data_seed, uint64_t stre
   return {b.begin(), b.end()};
 }
 
+// The values behind a case's score modifiers, as float32 (what the reader gets) for the local
+// heads [tp_rank * num_heads, (tp_rank + 1) * num_heads) of the model's num_heads * tp.
+struct ModifierValues {
+  std::vector<float> sinks, alibi_slopes;  // [num_heads] each, or empty (off)
+};
+
+// Sinks: uniform in [0, 6) per GLOBAL head from the case's seed alone (not its id), so the ranks of one
+// model see slices of one vector; e^6 ~ 400 is of the order of the exp-sum of a few hundred unit-scale
+// logits, so a sink counted twice moves the output well beyond tolerance. Slopes: reference::alibi_slopes
+// of the model's global head count, the rank's slice.
+ModifierValues modifier_values(const Case& c) {
+  ModifierValues m;
+  const int64_t total = c.num_heads * c.tp, first = int64_t(c.tp_rank) * c.num_heads;
+  if (c.sinks) {
+    std::mt19937_64 rng(rng::stream_key(c.seed, 0x51c5u));
+    std::uniform_real_distribution<double> u(0.0, 6.0);
+    std::vector<float> all;
+    for (int64_t h = 0; h < total; ++h) all.push_back(float(u(rng)));
+    m.sinks.assign(all.begin() + first, all.begin() + first + c.num_heads);
+  }
+  if (c.alibi) {
+    const std::vector<double> all = reference::alibi_slopes(total);
+    for (int64_t h = 0; h < c.num_heads; ++h) m.alibi_slopes.push_back(float(all[size_t(first + h)]));
+  }
+  return m;
+}
+
 // Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
 // (tokens sequence by sequence). One sequence at a time on each core: only
 // that sequence's K and V are ever widened to float64.
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
-                                   const uint16_t* v, double scale, const std::atomic<bool>& cancel) {
+                                   const uint16_t* v, double scale, const ModifierValues& mods,
+                                   const std::atomic<bool>& cancel) {
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
@@ -106,6 +147,10 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
       in.num_kv_heads = c.num_kv_heads;
       in.head_size = c.head_size;
       in.scale = scale;
+      in.sliding_window = c.sliding_window;
+      in.softcap = double(float(c.softcap));  // the reader gets a float
+      in.sinks.assign(mods.sinks.begin(), mods.sinks.end());
+      in.alibi_slopes.assign(mods.alibi_slopes.begin(), mods.alibi_slopes.end());
       in.query.resize(1, qw);
       for (int64_t j = 0; j < qw; ++j) in.query(0, j) = decode16(c.dtype, q[size_t(i * qw + j)]);
       const int64_t n = s.context_lens[size_t(i)], tok0 = first_token[size_t(i)];
@@ -124,6 +169,71 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
 }
 
 }  // namespace
+
+MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
+  const int64_t S = c.batch_size, NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size, B = c.block_size;
+  int64_t used = 0, T = 0, max_ctx = 0;  // the same block count as make_sequences, every drawn length at the max
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t n = c.context_lens.empty() ? c.context_len_max : c.context_lens[size_t(i)];
+    used += (n + B - 1) / B;
+    T += n;
+    max_ctx = std::max(max_ctx, n);
+  }
+  const int64_t num_blocks = c.min_block_id + used + used / 8 + 1;
+  const CacheGeometry g{num_blocks, B, NKV, HD, 8, 2};
+  auto made = make_cache_layout(CacheFormat(cache_format), c.layout, g, c.padded_page_bytes);
+  // A layout the format cannot take runs nothing; without it, count the two views alone.
+  const int64_t storage = made.layout ? made.layout->storage_elems : 2 * num_blocks * B * NKV * HD;
+  const int64_t block_stride = made.layout ? made.layout->block_stride : B * NKV * HD;
+  const int64_t margin = std::max<int64_t>(
+      {64 * 1024, 4 * block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * block_stride});
+  const int64_t max_blocks = (max_ctx + B - 1) / B + 1;
+  const int64_t partitions = (max_ctx + 255) / 256;
+  MemoryEstimate e;
+  e.device_bytes = 2 * (storage * 2 + 2 * margin)         // cache and snapshot
+                   + S * (NH + 2 * NKV) * HD * 2           // the step's fused QKV
+                   + T * 2 * NKV * HD * 2 + T * 8          // the context's fused KV, slot_mapping
+                   + S * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
+                   + (partitions > 1 ? 4 * S * NH * partitions * (2 + HD) : 0);
+  const int64_t copies = c.values == ValueDist::Normal ? 1 : 2;
+  e.host_bytes = copies * (2 * T * NKV * HD * 2 + S * NH * HD * 2)   // Q, K, V as the reference reads them
+                 + int64_t(host_threads()) * 2 * max_ctx * NKV * HD * 8  // float64 K and V of a sequence per thread
+                 + 2 * (S * NH * HD * 2 + 2 * kSmallMargin)          // out and its download
+                 + 2 * (S * max_blocks * 4 + S * 4 + 4 * kSmallMargin) + T * 8;
+  return e;
+}
+
+std::string memory_refusal(const MemoryEstimate& need, bool cpu_backend, uint64_t device_total,
+                           uint64_t host_available) {
+  const double gib = double(int64_t(1) << 30);
+  if (cpu_backend) {
+    const int64_t both = need.device_bytes + need.host_bytes;
+    if (uint64_t(both) <= host_available) return "";
+    return fmt::format("needs {:.1f} GiB of host memory ({:.1f} GiB of buffers the cpu backend keeps in host memory "
+                       "as device memory, {:.1f} GiB for the reference); {:.1f} GiB available",
+                       both / gib, need.device_bytes / gib, need.host_bytes / gib, host_available / gib);
+  }
+  std::string why;
+  if (uint64_t(need.device_bytes) > device_total)
+    why = fmt::format("needs {:.1f} GiB of device memory; the device has {:.1f} GiB", need.device_bytes / gib,
+                      device_total / gib);
+  if (uint64_t(need.host_bytes) > host_available)
+    why += fmt::format("{}needs {:.1f} GiB of host memory; {:.1f} GiB available", why.empty() ? "" : "; ",
+                       need.host_bytes / gib, host_available / gib);
+  return why;
+}
+
+uint64_t host_available_bytes() {
+  if (const char* v = std::getenv("KVH_TEST_HOST_MEMORY"); v && *v) return std::strtoull(v, nullptr, 10);
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024;
+}
 
 int64_t target_compute_units(const std::string& target) {
   if (target.empty()) return device::info().compute_units;
@@ -196,7 +306,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   // A pipeline still runs its writer first: the writer's own damage is a
   // separate cause that a misroute must not hide.
   std::string misroute;
-  if (const std::string why = rd->outside_capabilities(kernel_use(c, rd->cache_format)); !why.empty()) {
+  KernelUse reader_use = kernel_use(c, rd->cache_format);
+  reader_use.modifiers = c.modifiers();
+  if (const std::string why = rd->outside_capabilities(reader_use); !why.empty()) {
     if (c.router_policy.empty()) return unsupported(why);
     misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, reader, r.route_reason, why);
     if (!wr && !options.launch_misrouted) {
@@ -219,14 +331,19 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   const Sequences s = make_sequences(c, rng);  // block tables and slots in the cache manager's blocks
   r.context_lens = s.context_lens;
   // kernel_pages: the reader gets its tables in kernel pages, manager block m = pages m*r .. m*r+r-1.
+  // Padding entries stay out of range in kernel pages: -1, or num_pages + K (num_pages = num_blocks * r),
+  // whose pages lie in the cache arena's margins like the manager blocks' would.
   const int64_t page = c.page_size(), pages_per_block = c.block_size / page, max_pages = s.max_blocks * pages_per_block;
+  const int64_t num_pages = s.num_blocks * pages_per_block;
+  const int32_t page_padding_id = c.block_table_padding < 0 ? -1 : int32_t(num_pages + c.block_table_padding);
   std::vector<int32_t> page_tables = s.block_tables;
   if (pages_per_block > 1) {
-    page_tables.assign(size_t(c.batch_size * max_pages), 0);
+    page_tables.assign(size_t(c.batch_size * max_pages), page_padding_id);
     for (int64_t i = 0; i < c.batch_size; ++i)
-      for (int64_t j = 0; j < max_pages; ++j)
-        page_tables[size_t(i * max_pages + j)] =
-            int32_t(s.block_tables[size_t(i * s.max_blocks + j / pages_per_block)] * pages_per_block + j % pages_per_block);
+      for (int64_t j = 0; j < max_pages; ++j) {
+        const int32_t m = s.block_tables[size_t(i * s.max_blocks + j / pages_per_block)];
+        if (m != s.padding_id) page_tables[size_t(i * max_pages + j)] = int32_t(m * pages_per_block + j % pages_per_block);
+      }
   }
   const CacheGeometry g = case_geometry(c, s.num_blocks);
   auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes, 0, c.degenerate_stride);
@@ -234,7 +351,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   const CacheLayout& L = *made.layout;
   r.key_layout = L.key.str();
   r.value_layout = L.value.str();
-  const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
+  // Bytes: room for the pages of the out-of-range ids around the cache (block -1 in front,
+  // num_blocks .. num_blocks + K behind), which hold NaN (fill_pages below).
+  const int64_t margin =
+      std::max<int64_t>({64 * 1024, 4 * L.block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * L.block_stride});
   const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens, NKV = c.num_kv_heads;
   const double scale = 1.0 / std::sqrt(double(HD));
 
@@ -251,17 +371,18 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     shaped->query = host_stream(c.dtype, r.data_seed, rng::kQueries, S * NH * HD);
     shape_values(c, s.context_lens, shaped->query, shaped->key, shaped->value);
   }
+  const ModifierValues mods = modifier_values(c);
   reference::RowMatrix ref;
   std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
   std::future<void> ref_done = run_async([&, seed = r.data_seed] {
     if (shaped) {
-      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, cancel);
+      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, mods, cancel);
       return;
     }
     const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
     const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
     const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
-    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, cancel);
+    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, mods, cancel);
   });
   struct Join {  // every return waits for it (it reads this frame's locals), cutting it short
     std::future<void>& f;
@@ -283,7 +404,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // 5. The cache and the input buffers, made on the device.
     enter_phase(Phase::AllocFill);
     DeviceArena cache(L.storage_elems, margin), snapshot(L.storage_elems, margin);
-    cache.fill_cache(L, c.dtype, r.data_seed);
+    cache.fill_cache(L, c.dtype, r.data_seed, c.stale);
     device::settle();
     enter_phase(Phase::Inputs);
     // The query is a view into a fused QKV buffer of the decode step (one token a sequence);
@@ -299,10 +420,16 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
     enter_phase(Phase::Copy);
     device::Buffer d_out(out.bytes().size()), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
-    device::Buffer d_bt(std::max<size_t>(page_tables.size(), 1) * 4), d_cl(size_t(S) * 4);
+    // block_tables and context_lens in guarded arenas: context_lens's margins hold sentinels,
+    // block_tables's the padding id, so a read past the table's end gets an out-of-range page too.
+    GuardedArena bt(int64_t(page_tables.size()), 4, kSmallMargin), cl(S, 4, kSmallMargin);
+    std::fill_n(reinterpret_cast<int32_t*>(bt.bytes().data()), bt.bytes().size() / 4, page_padding_id);
+    std::copy(page_tables.begin(), page_tables.end(), bt.storage_as<int32_t>());
+    std::copy(s.context_lens.begin(), s.context_lens.end(), cl.storage_as<int32_t>());
+    device::Buffer d_bt(bt.bytes().size()), d_cl(cl.bytes().size());
     d_out.upload(out.bytes().data(), out.bytes().size());
-    d_bt.upload(page_tables.data(), page_tables.size() * 4);
-    d_cl.upload(s.context_lens.data(), size_t(S) * 4);
+    d_bt.upload(bt.bytes().data(), bt.bytes().size());
+    d_cl.upload(cl.bytes().data(), cl.bytes().size());
     if (!s.slots.empty()) d_slots.upload(s.slots.data(), s.slots.size() * 8);
     const auto* slots = static_cast<const int64_t*>(d_slots.get());
 
@@ -327,7 +454,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       on_device = component::kHarness;
       note_running_component(on_device);
       enter_phase(Phase::Check);
-      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache);
+      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache, c.stale);
       for (auto& cause : wv.causes) {
         writer_failed = true;
         add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);
@@ -345,6 +472,14 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
       if (!options.launch_misrouted) return r;
     }
+    // The pages just outside the cache (page -1, pages num_pages .. num_pages + K; L's pages are
+    // the kernel's) hold NaN: a reader that brings a padding entry's page into its arithmetic writes NaN.
+    enter_phase(Phase::AllocFill);
+    const int64_t past = std::max<int64_t>(c.block_table_padding, 0) + 1;
+    for (DeviceArena* arena : {&cache, &snapshot}) {
+      arena->fill_pages(L, -1, 1, padding_page_bits(c.dtype));
+      arena->fill_pages(L, num_pages, past, padding_page_bits(c.dtype));
+    }
 
     kvh_attention_args a{};
     const kvh_dtype dt = to_kvh(c.dtype);
@@ -352,13 +487,28 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     a.query = to_tensor(kernel_view(step.views.q, L), step.buf.get(), 2, dt);
     a.key_cache = to_tensor(L.key, cache.storage(), 2, dt);
     a.value_cache = to_tensor(L.value, cache.storage(), 2, dt);
-    a.block_tables = contiguous_tensor(d_bt.get(), {S, max_pages}, KVH_DT_I32);
-    a.context_lens = contiguous_tensor(d_cl.get(), {S}, KVH_DT_I32);
+    a.block_tables = contiguous_tensor(static_cast<uint8_t*>(d_bt.get()) + kSmallMargin, {S, max_pages}, KVH_DT_I32);
+    a.context_lens = contiguous_tensor(static_cast<uint8_t*>(d_cl.get()) + kSmallMargin, {S}, KVH_DT_I32);
     a.block_size = page;
     a.cache_block_size = pages_per_block > 1 ? c.block_size : 0;
     a.max_context_len = *std::max_element(s.context_lens.begin(), s.context_lens.end());
     a.scale = float(scale);
     a.k_scale = a.v_scale = 1.f;
+    a.partition_size = c.partition_size;
+    a.sliding_window = int32_t(c.sliding_window);
+    a.softcap = float(c.softcap);
+    a.head_offset = int32_t(c.tp_rank * NH);
+    device::Buffer d_sinks, d_slopes;
+    if (!mods.sinks.empty()) {
+      d_sinks = device::Buffer(mods.sinks.size() * 4);
+      d_sinks.upload(mods.sinks.data(), mods.sinks.size() * 4);
+      a.sinks = contiguous_tensor(d_sinks.get(), {NH}, KVH_DT_F32);
+    }
+    if (!mods.alibi_slopes.empty()) {
+      d_slopes = device::Buffer(mods.alibi_slopes.size() * 4);
+      d_slopes.upload(mods.alibi_slopes.data(), mods.alibi_slopes.size() * 4);
+      a.alibi_slopes = contiguous_tensor(d_slopes.get(), {NH}, KVH_DT_F32);
+    }
     device::Buffer d_ws;
     if (rd->workspace_bytes) {
       const uint64_t ws = rd->workspace_bytes(&a);
@@ -390,6 +540,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     d_out.download(out_after.bytes().data(), out_after.bytes().size());
     enter_phase(Phase::Check);
     const int64_t cache_changed = cache.first_difference(snapshot);
+    GuardedArena bt_after(bt.storage_elems(), 4, kSmallMargin, GuardedArena::Uninitialized{});
+    GuardedArena cl_after(S, 4, kSmallMargin, GuardedArena::Uninitialized{});
+    d_bt.download(bt_after.bytes().data(), bt_after.bytes().size());
+    d_cl.download(cl_after.bytes().data(), cl_after.bytes().size());
 
     // 6. The reader's checks, strongest first.
     enter_phase(Phase::Reference);
@@ -436,6 +590,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
         std::memcmp(out_after.bytes().data() + out.margin_bytes() + S * NH * HD * 2,
                     out.bytes().data() + out.margin_bytes() + S * NH * HD * 2, size_t(out.margin_bytes())) != 0)
       add_cause(r.v, component::kReader, reason::kOutOfView, "the reader wrote outside `out` (arena margin); " + numbers);
+    else if (bt_after.bytes() != bt.bytes() || cl_after.bytes() != cl.bytes())
+      add_cause(r.v, component::kReader, reason::kOutOfView,
+                fmt::format("the reader wrote into {} (or its guard margin); {}",
+                            bt_after.bytes() != bt.bytes() ? "block_tables" : "context_lens", numbers));
     else if (cache_changed >= 0)
       add_cause(r.v, component::kReader, reason::kOutOfView,
                 fmt::format("the reader wrote into the KV cache (first changed byte: arena byte {}, {}); {}",

@@ -27,4 +27,28 @@ int64_t target_compute_units(const std::string& target);
 /// kernel's misbehaviour (launch errors FAIL launch_error, device faults CRASH).
 CaseResult run_decode_case(const Case& c, const Registry& registry, const DecodeOptions& options);
 
+/// The most memory one decode case can need, in bytes, from its shape alone
+/// (every drawn sequence at context_len_max): device, the cache arena and its
+/// snapshot (margins included), the fused QKV buffers, slot_mapping, `out`,
+/// block_tables, context_lens and the split-K workspace at partition 256;
+/// host, the reference's copies of Q, K and V (twice for a `values` axis that
+/// reshapes them), its float64 K and V of one sequence per host thread, and
+/// `out` with its downloaded copy. The host explanation of a failing writer
+/// is not counted: it degrades to a first-byte report when memory runs out.
+struct MemoryEstimate {
+  int64_t device_bytes = 0, host_bytes = 0;
+};
+/// `cache_format`: the reader's (KVH_CACHE_*; a router's readers read shuffle).
+MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format);
+
+/// "" when a machine holds `need`, else why not, with the numbers in GiB.
+/// device_total: the device's memory (ignored on the cpu backend, where device
+/// memory is host memory and both parts must fit in host_available).
+std::string memory_refusal(const MemoryEstimate& need, bool cpu_backend, uint64_t device_total,
+                           uint64_t host_available);
+
+/// MemAvailable of /proc/meminfo in bytes (0 when unreadable). The variable
+/// KVH_TEST_HOST_MEMORY (bytes) replaces it: the refusal path's test hook.
+uint64_t host_available_bytes();
+
 }  // namespace kvh

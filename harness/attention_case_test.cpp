@@ -160,6 +160,8 @@ TEST(DecodeCase, ThousandRandomCasesOfTheCorrectReadersAllPass) {
     c.context_len_max = c.context_len_min + int64_t(rng() % 900);
     c.dtype = rng() % 2 ? DType::F16 : DType::BF16;
     c.reader = rng() % 2 ? "paged_attention_v1" : "paged_attention_rocm";
+    c.stale = Stale(rng() % 3);                          // issue 11: NaN / Inf in the slots no sequence owns,
+    c.block_table_padding = int64_t(rng() % 18) - 1;     // and every padding id: the correct readers never look
     c.seed = rng();
     if (cpu && i % 100 == 0) device::configure_host(i % 200 == 0 ? 32 : 64, true, c.seed);  // both wave sizes
     CaseResult r = run_decode_case(c, reg, {});

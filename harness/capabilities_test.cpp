@@ -115,5 +115,52 @@ TEST(DecodeCapabilities, ARouterThatPicksAReaderOfAnotherCacheFormatIsAMisroute)
   EXPECT_EQ(run_decode_case(c, reg, {}).v.status, Status::Unsupported);
 }
 
+// Score modifiers: the narrow stand-ins declare none, so a routed case with any of them is a misroute
+// naming the modifiers, and the same reader named directly is UNSUPPORTED with that reason.
+TEST(DecodeCapabilities, ScoreModifiersOutsideTheDeclaredOnesAreAMisroute) {
+  const Registry reg = narrow_registry();
+  Case c = routed(32, DType::F16, 4);
+  c.sinks = true;
+  c.sliding_window = 16;
+  const CaseResult r = run_decode_case(c, reg, {});
+  EXPECT_EQ(r.v.status, Status::Fail) << r.v.detail;
+  EXPECT_EQ(r.v.reason, "misroute");
+  EXPECT_NE(r.v.detail.find("declares no support for score modifier(s) sliding_window, sinks"), std::string::npos)
+      << r.v.detail;
+  c.router_policy.clear();
+  c.reader = "paged_attention_rocm";
+  const CaseResult d = run_decode_case(c, reg, {});
+  EXPECT_EQ(d.v.status, Status::Unsupported) << d.v.detail;
+  EXPECT_NE(d.v.detail.find("score modifier(s) sliding_window, sinks"), std::string::npos) << d.v.detail;
+}
+
+// The built-in readers declare all four, so the same cases run and PASS; the two modifier
+// fixtures FAIL (mismatch) exactly where their bugs bite.
+TEST(DecodeCapabilities, BuiltinReadersRunEveryModifierAndTheFixturesFailWhereTheyBite) {
+  const Registry reg;
+  Case c = routed(16, DType::BF16, 8, 3);
+  c.model = "test";
+  c.tp = 2, c.tp_rank = 1;
+  c.context_lens = {1, 257, 1300};
+  c.context_len_min = 1, c.context_len_max = 1300;
+  c.sinks = c.alibi = true;
+  c.softcap = 30;
+  c.sliding_window = 300;
+  c.partition_size = 433;
+  const CaseResult routed_r = run_decode_case(c, reg, {});
+  EXPECT_EQ(routed_r.v.status, Status::Pass) << routed_r.v.detail;
+  c.router_policy.clear();
+  for (const char* reader : {"paged_attention_v1", "paged_attention_rocm"}) {
+    c.reader = reader;
+    EXPECT_EQ(run_decode_case(c, reg, {}).v.status, Status::Pass) << reader;
+  }
+  c.reader = "fixture_sink_per_partition";  // 1000..1299 span partitions 2 and 3 of 433
+  EXPECT_EQ(run_decode_case(c, reg, {}).v.reason, "mismatch");
+  c.reader = "fixture_alibi_rank_slopes";  // tp 2: slopes of 8 heads, not of 16
+  EXPECT_EQ(run_decode_case(c, reg, {}).v.reason, "mismatch");
+  c.tp = 1, c.tp_rank = 0;
+  EXPECT_EQ(run_decode_case(c, reg, {}).v.status, Status::Pass) << "tp 1: the per-rank count is the model's";
+}
+
 }  // namespace
 }  // namespace kvh

@@ -24,7 +24,9 @@
 #include "device.h"
 #include "filter.h"
 #include "model.h"
+#include "isolate.h"
 #include "runner.h"
+#include "shard.h"
 
 namespace kvh {
 
@@ -216,6 +218,26 @@ int bench_suites_main(const std::vector<std::string>& suites, const std::string&
   return worst;
 }
 
+// Before anything is allocated: the decode case that needs the most memory
+// (attention_case.h estimate_decode_memory), and why this machine cannot hold
+// it, or "" (issue 11: the large reader suite refuses with its estimate).
+std::string decode_memory_refusal(const std::vector<Case>& cases, const Registry& reg) {
+  const Case* worst = nullptr;
+  MemoryEstimate most;
+  for (const Case& c : cases) {
+    if (c.kind == CaseKind::Write) continue;
+    const Kernel* k = c.router_policy.empty() ? reg.find(c.reader) : nullptr;
+    const MemoryEstimate e = estimate_decode_memory(c, k ? k->cache_format : int32_t(KVH_CACHE_SHUFFLE));
+    if (!worst || e.device_bytes + e.host_bytes > most.device_bytes + most.host_bytes) worst = &c, most = e;
+  }
+  if (!worst) return "";
+  const device::Info i = device::info();
+  const std::string why = memory_refusal(most, i.backend == "cpu", i.memory_bytes, host_available_bytes());
+  if (why.empty()) return "";
+  return fmt::format("{}: case {} {}: this machine cannot run it; nothing was allocated", worst->source, worst->id(),
+                     why);
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -225,7 +247,8 @@ int cli_main(int argc, char** argv) {
   RunOptions o;
   auto* run = app.add_subcommand("run", "run cases and write summary.md, results.json, junit.xml");
   add_common(run, o);
-  run->add_option("--report-dir", o.report_dir, "where the report goes")->capture_default_str();
+  auto* report_dir_opt =
+      run->add_option("--report-dir", o.report_dir, "where the report goes")->capture_default_str();
   run->add_option("--wave-size", o.wave_size, "cpu backend: lanes per wavefront, 32 or 64")
       ->check(CLI::IsMember({32, 64}));
   run->add_flag("--random-order", o.random_order, "cpu backend: run ready fibers in random order");
@@ -252,6 +275,24 @@ int cli_main(int argc, char** argv) {
   double heartbeat = -1;
   run->add_option("--heartbeat", heartbeat,
                   "seconds between progress lines when stderr is not a terminal (default 10; 0: none)");
+  run->add_flag("--isolate,!--no-isolate", o.isolate,
+                "run the cases in worker processes: a kernel that aborts, faults or hangs is that case's CRASH and "
+                "the run goes on (default: on for GPU backends, off on cpu)");
+  run->add_option("--isolate-batch", o.isolate_batch,
+                  "with --isolate: at most this many cases per worker process (0: one worker for the run, a new one "
+                  "after each crash)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bool isolate_worker = false;
+  run->add_flag("--isolate-worker", isolate_worker)->group("");  // internal: a worker of --isolate (isolate.h)
+  std::string resume_dir;
+  run->add_option("--resume", resume_dir,
+                  "DIR: keep the cases DIR/results.json decided (same build, device, kernels, cases and options, "
+                  "else refused) and run the rest; the report goes to DIR unless --report-dir is given");
+  std::string shard_text;
+  run->add_option("--shard", shard_text,
+                  "I/N: run only the cases of shard I of N (a stable split by case id); `kvharness merge` joins the "
+                  "shards' reports");
   run->add_option("--timing-reps", o.timing.reps,
                   "GPU backends: timed launches for kernel_us of each passing case (0: no timing)")
       ->envname("KVH_TIMING_REPS")
@@ -304,6 +345,24 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
+  std::vector<std::string> merge_inputs;
+  std::string merge_out;
+  auto* merge = app.add_subcommand(
+      "merge", "one report (summary.md, results.json, junit.xml) of several runs of the same cases, e.g. the "
+               "shards of --shard; exit as `run` would for the merged run, 2 for inputs that do not fit together");
+  merge->add_option("inputs", merge_inputs, "results.json files or report directories")->required();
+  merge->add_option("-o,--output", merge_out, "report directory of the merged run")->required();
+
+  // `kvharness bisect-run ARGS` is `kvharness run --bisect --fail-fast --no-progress ARGS`: for `git bisect run`.
+  std::vector<std::string> rewritten;
+  std::vector<char*> rewritten_argv;
+  if (argc >= 2 && std::string(argv[1]) == "bisect-run") {
+    rewritten = {argv[0], "run", "--bisect", "--fail-fast", "--no-progress"};
+    for (int i = 2; i < argc; ++i) rewritten.emplace_back(argv[i]);
+    for (auto& a : rewritten) rewritten_argv.push_back(a.data());
+    argc = int(rewritten_argv.size());
+    argv = rewritten_argv.data();
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -313,6 +372,7 @@ int cli_main(int argc, char** argv) {
     return rc == 0 ? 0 : bisecting ? kExitNothingRunnable : kExitUsage;
   }
   o.program = argv[0];
+  if (!resume_dir.empty() && !*report_dir_opt) o.report_dir = resume_dir;  // --resume DIR completes DIR
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   if (o.case_files.empty()) {
@@ -336,6 +396,22 @@ int cli_main(int argc, char** argv) {
         fmt::print(stderr, "kvharness compare: {}\n", e.what());
       }
       return compare::kExitInputError;
+    }
+    if (*merge) {
+      try {
+        const RunReport m = merge_runs(merge_inputs);
+        check_report_dir(merge_out);
+        write_report_files(m, merge_out);
+        const Counts n = count(m);
+        fmt::print("merged {} runs: {} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected\n"
+                   "report: {}/summary.md\n",
+                   merge_inputs.size(), m.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
+                   m.complete ? "" : " (INCOMPLETE: " + m.stopped_because + ")", n.unexpected, merge_out);
+        return m.exit_code;
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "kvharness merge: {}\n", e.what());
+        return int(kExitUsage);
+      }
     }
     if (*run) return std::nullopt;
     const Registry reg = make_registry(o);
@@ -373,7 +449,7 @@ int cli_main(int argc, char** argv) {
   base.seed = o.seed;
   auto stop_before_any_case = [&](int code, const std::string& message) {
     fmt::print(stderr, "kvharness: {}\n", message);
-    if (*run) {
+    if (*run && !isolate_worker) {
       RunReport rep = base;
       const device::Info i = device::info();
       rep.backend = i.backend, rep.device = i.name, rep.arch = i.arch, rep.wave_size = i.wave_size;
@@ -409,14 +485,81 @@ int cli_main(int argc, char** argv) {
           fmt::print(stderr, "kvharness: warning: {}: this known failure covers no case of this run\n", e.source);
         loaded.expectations.push_back(std::move(e));
       }
+    if (isolate_worker) {  // a worker of --isolate: its parent loaded the same cases and writes the report
+      device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
+      return isolate_worker_main(loaded.cases, reg, o);
+    }
+    // Each case's index in the list a worker of --isolate loads (before --shard and --resume).
+    std::vector<size_t> worker_index(loaded.cases.size());
+    for (size_t i = 0; i < worker_index.size(); ++i) worker_index[i] = i;
+    if (!shard_text.empty()) {
+      Shard sh;
+      try {
+        sh = parse_shard(shard_text);
+      } catch (const std::invalid_argument& e) {
+        throw OptionError(e.what());
+      }
+      Loaded mine;
+      std::vector<size_t> mine_index;
+      for (size_t i = 0; i < loaded.cases.size(); ++i)
+        if (in_shard(loaded.cases[i].id(), sh)) {
+          mine.cases.push_back(loaded.cases[i]);
+          mine.file_of.push_back(loaded.file_of[i]);
+          mine_index.push_back(worker_index[i]);
+        }
+      if (mine.cases.empty())
+        return stop_before_any_case(kExitNothingRunnable, fmt::format("--shard {} selects none of the {} cases",
+                                                                      shard_text, loaded.cases.size()));
+      loaded.cases = std::move(mine.cases);
+      loaded.file_of = std::move(mine.file_of);
+      worker_index = std::move(mine_index);
+      base.shard = sh.str();
+    }
     if (loaded.cases.empty()) return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o, loaded));
+    if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty()) return stop_before_any_case(kExitUsage, why);
     device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
+    {
+      const device::Info di = device::info();
+      base.identity = run_identity(o, KVH_VERSION, di.backend, di.name, di.wave_size);
+      if (!*run->get_option("--isolate")) o.isolate = di.backend != "cpu";
+    }
+    if (!resume_dir.empty()) {
+      try {
+        o.resumed = load_resumed(resume_dir, loaded.cases, base.identity, base.shard);
+      } catch (const PartialRunError& e) {
+        throw OptionError(e.what());
+      }
+      std::set<std::string> done;
+      for (const auto& cr : o.resumed) done.insert(cr.c.id());
+      Loaded rest;
+      std::vector<size_t> rest_index;
+      for (size_t i = 0; i < loaded.cases.size(); ++i)
+        if (!done.count(loaded.cases[i].id())) {
+          rest.cases.push_back(loaded.cases[i]);
+          rest.file_of.push_back(loaded.file_of[i]);
+          rest_index.push_back(worker_index[i]);
+        }
+      fmt::print(stderr, "kvharness: --resume {}: {} of {} cases already decided, {} to run\n", resume_dir,
+                 o.resumed.size(), loaded.cases.size(), rest.cases.size());
+      loaded.cases = std::move(rest.cases);
+      loaded.file_of = std::move(rest.file_of);
+      worker_index = std::move(rest_index);
+    }
+    if (o.isolate) {
+      // A worker is this binary with this run's arguments (isolate.h); it runs the cases its parent names.
+      char exe[4096];
+      const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+      o.worker_command = {n > 0 ? std::string(exe, size_t(n)) : std::string(argv[0])};
+      for (int i = 1; i < argc; ++i) o.worker_command.emplace_back(argv[i]);
+      o.worker_command.emplace_back("--isolate-worker");
+      o.worker_index = std::move(worker_index);
+    }
     o.progress = !no_progress && isatty(STDERR_FILENO);
     o.heartbeat_seconds = heartbeat >= 0 ? heartbeat : (isatty(STDERR_FILENO) ? 0 : 10);
     o.expectations = std::move(loaded.expectations);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
     // Test hook: the nth device synchronize raises a sticky device fault (runner_test, ctest).
     if (const char* n = std::getenv("KVH_INJECT_FAULT"); n && *n) device::testing::inject_fault(std::atoi(n));
     base.runtime_version = device::info().runtime_version;

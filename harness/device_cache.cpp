@@ -10,6 +10,7 @@
 
 #include "counter_rng.h"
 #include "parallel.h"
+#include "stale.h"
 #include "views.h"
 #include "write_check.h"
 
@@ -62,7 +63,7 @@ device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
 DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes)
     : storage_elems_(storage_elems), margin_(margin_bytes), buf_(size_t(storage_elems * 2 + 2 * margin_bytes)) {}
 
-void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed) {
+void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale) {
   // The views never overlap (make_cache_layout), so when they own as many elements as the
   // storage has, they own all of it: only the margins need sentinels, the old tokens cover the rest.
   if (L.key.numel() + L.value.numel() == L.storage_elems) {
@@ -72,9 +73,32 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
   } else {
     device::fill_sentinel(data(), size_bytes());
   }
+  if (stale != Stale::Random) {
+    device::fill_view16_const(storage(), view16(L.key), *stale_bits(stale, dtype, false));
+    device::fill_view16_const(storage(), view16(L.value), *stale_bits(stale, dtype, true));
+    return;
+  }
   const bool bf16 = dtype == DType::BF16;
   device::fill_view16(storage(), view16(L.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys));
   device::fill_view16(storage(), view16(L.value), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldValues));
+}
+
+void DeviceArena::fill_pages(const CacheLayout& L, int64_t first_id, int64_t count, uint16_t bits) {
+  for (int64_t id = first_id; id < first_id + count; ++id)
+    for (const StridedView* v : {&L.key, &L.value}) {
+      StridedView page = *v;
+      page.shape[0] = 1;
+      page.offset = v->offset + id * v->stride[0];
+      // The lowest and highest element the page touches (strides are positive).
+      int64_t last = page.offset;
+      for (size_t d = 0; d < page.shape.size(); ++d) last += (page.shape[d] - 1) * page.stride[d];
+      if (last >= 0 && page.offset < storage_elems_) continue;  // storage: another view's page (kv_first V's block -1 is K's last)
+      if (page.offset * 2 < -margin_ || (last + 1) * 2 > storage_elems_ * 2 + margin_)
+        throw std::invalid_argument(fmt::format(
+            "fill_pages: the page of block id {} reaches elements [{}, {}] of a storage of {} with {}-byte margins",
+            id, page.offset, last, storage_elems_, margin_));
+      device::fill_view16_const(storage(), view16(page), bits);
+    }
 }
 
 void DeviceArena::copy_from(const DeviceArena& o) {
@@ -144,11 +168,16 @@ std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b)
   return elem < L.storage_elems ? L.describe(elem) : "back arena margin";
 }
 
-GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes) {
+GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes,
+                             Stale stale) {
   GuardedArena h(L.storage_elems, 2, margin_bytes);  // sentinels everywhere
   uint16_t* st = h.storage_as<uint16_t>();
   const bool bf16 = dtype == DType::BF16;
   for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
+    if (const std::optional<uint16_t> bits = stale_bits(stale, dtype, view == &L.value)) {
+      parallel_for_each_offset(*view, [&](int64_t off, int64_t) { st[off] = *bits; });
+      continue;
+    }
     const uint64_t key = rng::stream_key(data_seed, stream);
     parallel_for_each_offset(*view, [&](int64_t off, int64_t i) {
       st[off] = rng::bits16(rng::kOldToken, bf16, key, uint64_t(i));
@@ -158,7 +187,7 @@ GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
 }
 
 Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
-                               const DeviceArena& actual) {
+                               const DeviceArena& actual, Stale stale) {
   const int64_t first = actual.first_difference(expected);
   if (first < 0) {  // the device says equal: nothing to download
     Verdict pass;
@@ -171,7 +200,7 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
     enter_phase(Phase::Copy);
     const GuardedArena e = expected.download(), a = actual.download();
     enter_phase(Phase::AllocFill);
-    const GuardedArena b = host_fill_cache(L, dtype, data_seed, actual.margin_bytes());
+    const GuardedArena b = host_fill_cache(L, dtype, data_seed, actual.margin_bytes(), stale);
     enter_phase(Phase::Check);
     Verdict v = check_write(L, dtype, b, e, a);
     attribute(v, component::kWriter);

@@ -34,8 +34,16 @@ class DeviceArena {
   int64_t margin_bytes() const { return margin_; }
   int64_t storage_elems() const { return storage_elems_; }
   /// Sentinels everywhere, then old tokens (streams kOldKeys / kOldValues of
-  /// data_seed) in every element L's K and V views own.
-  void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed);
+  /// data_seed) in every element L's K and V views own; with `stale` other
+  /// than Random, that pattern instead of the old tokens (stale.h stale_bits).
+  void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale = Stale::Random);
+  /// The K and V pages of block ids [first_id, first_id + count) := `bits`,
+  /// each page that lies wholly in the arena's margins: the pages of
+  /// out-of-range ids (block-table padding; stale.h padding_page_bits). A page
+  /// that overlaps the storage is left alone: it is another view's (in a
+  /// kv_first cache V's block -1 is K's last block). Throws
+  /// std::invalid_argument when a page would reach past the arena.
+  void fill_pages(const CacheLayout& L, int64_t first_id, int64_t count, uint16_t bits);
   /// This arena's bytes := o's (same size).
   void copy_from(const DeviceArena& o);
   /// The bytes as a host GuardedArena (for the host-side explanation of a difference).
@@ -80,8 +88,9 @@ void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* 
 std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b);
 
 /// The host's copy of what DeviceArena::fill_cache makes (sentinels, then
-/// old tokens in every element L's views own), computed on all cores.
-GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes);
+/// old tokens or the `stale` pattern in every element L's views own), computed on all cores.
+GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes,
+                             Stale stale = Stale::Random);
 
 /// Judges a writer's cache on the device: `actual` against `expected` (the
 /// fill of data_seed with reference_write_into applied). Equal: PASS,
@@ -90,7 +99,8 @@ GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
 /// a pure function of the seed), and check_write explains the difference
 /// (component "writer"). Without host memory for the explanation (the large
 /// layouts), still a FAIL naming the first differing byte.
+/// `stale`: the pattern the cache was filled with (fill_cache).
 Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
-                               const DeviceArena& actual);
+                               const DeviceArena& actual, Stale stale = Stale::Random);
 
 }  // namespace kvh

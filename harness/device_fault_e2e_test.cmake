@@ -5,7 +5,7 @@
 file(REMOVE_RECURSE "${OUT}")
 set(ENV{KVH_INJECT_FAULT} 3)
 execute_process(
-  COMMAND "${KVH}" run cases/default.toml --no-progress --timing-reps 0 --report-dir "${OUT}"
+  COMMAND "${KVH}" run cases/default.toml --no-isolate --no-progress --timing-reps 0 --report-dir "${OUT}"
           --filter "kind=write,writer=reshape_and_cache_flash,layout=kv_first,block_size=16,dtype=bf16"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "exit ${rc}\n${out}${err}")

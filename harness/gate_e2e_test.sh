@@ -123,7 +123,8 @@ name = "after fix (shuffle=1)"
 writer = "reshape_and_cache_shuffle"
 router = "aiter-v0.1.10.post3"
 T
-  (ulimit -v 6000000; "$KVH" run "$WORK/big.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1); rc=$?
+  # KVH_TEST_HOST_MEMORY: past the up-front memory refusal (exit 2, issue 11), so that the allocation fails inside the case.
+  (ulimit -v 6000000; KVH_TEST_HOST_MEMORY=1125899906842624 "$KVH" run "$WORK/big.toml" --report-dir "$WORK/r" --no-progress > "$WORK/out" 2>&1); rc=$?
   [ $rc -eq 128 ] || fail "host allocation failure: expected exit 128, got $rc; $(tail -3 "$WORK/out")"
   r="$WORK/r/results.json"
   [ "$(json "$r" "j['cases'][0]['component']")" = harness ] || fail "not attributed to the harness"

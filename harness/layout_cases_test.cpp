@@ -67,14 +67,33 @@ TEST(LayoutCases, KernelPagesHandTheReaderPageTablesAndTheManagerBlock) {
   EXPECT_EQ(a.block_size, 16);
   EXPECT_EQ(a.cache_block_size, 64);
   EXPECT_EQ(a.key_cache.shape[1], 16) << "the cache view is in kernel pages";
-  // 300 tokens: 5 manager blocks, 20 kernel pages a row; each block's 4 pages are consecutive.
-  ASSERT_EQ(a.block_tables.shape[1], 20);
-  for (int64_t s = 0; s < 3; ++s)
-    for (int64_t j = 0; j < 20; ++j) {
-      const int32_t page = g_seen.tables[size_t(s * 20 + j)];
-      EXPECT_EQ(page % 4, j % 4) << "seq " << s << " page " << j;
-      if (j % 4) EXPECT_EQ(page, g_seen.tables[size_t(s * 20 + j - 1)] + 1);
+  // 300 tokens: 5 manager blocks and a padding block (every row has one), 24 kernel pages a row; each
+  // block's 4 pages are consecutive. Padding entries stay out of range in kernel pages: -1, or
+  // num_pages + K (num_pages = key_cache.shape[0]) with block_table_padding num_blocks+K.
+  for (int64_t padding : {int64_t(-1), int64_t(3)}) {
+    c.block_table_padding = padding;
+    g_seen = {};
+    run_decode_case(c, reg, {});
+    ASSERT_EQ(g_seen.calls, 1);
+    ASSERT_EQ(g_seen.args.block_tables.shape[1], 24);
+    const int64_t num_pages = g_seen.args.key_cache.shape[0];
+    const int32_t padding_id = padding < 0 ? -1 : int32_t(num_pages + padding);
+    const auto* lens = static_cast<const int32_t*>(g_seen.args.context_lens.data);  // cpu: host memory
+    for (int64_t s = 0; s < 3; ++s) {
+      const int64_t real = (lens[s] + 63) / 64 * 4;
+      for (int64_t j = 0; j < 24; ++j) {
+        const int32_t page = g_seen.tables[size_t(s * 24 + j)];
+        if (j >= real) {
+          EXPECT_EQ(page, padding_id) << "seq " << s << " page " << j << " padding " << padding;
+          continue;
+        }
+        EXPECT_TRUE(page >= 0 && page < num_pages) << "seq " << s << " page " << j;
+        EXPECT_EQ(page % 4, j % 4) << "seq " << s << " page " << j;
+        if (j % 4) EXPECT_EQ(page, g_seen.tables[size_t(s * 24 + j - 1)] + 1);
+      }
     }
+  }
+  c.block_table_padding = -1;
   c.layout = Scheme::KvFirst;  // no kernel pages: cache_block_size stays 0
   run_decode_case(c, reg, {});
   EXPECT_EQ(g_seen.args.cache_block_size, 0);

@@ -29,6 +29,10 @@ struct RunReport {
   std::string host;                     // host name
   std::string label;                    // --label / KVH_LABEL: an image tag, a runner name
   std::vector<std::string> expectation_sources;  // every [[expected_failure]]/[[known_failure]] "file:line"
+  std::string identity;                 // what decides the verdicts (build, device, kernels, options): --resume
+                                        // and `kvharness merge` accept only reports of one identity (run_identity)
+  std::string shard;                    // "i/n" of --shard, "" for the whole run
+  std::vector<std::string> merged_from; // `kvharness merge`: the results.json files it combined
   std::vector<CaseResult> results;
 };
 

@@ -59,13 +59,19 @@ struct Ordered {
 };
 
 void write_matrices(std::string& out, const RunReport& r) {
-  // One matrix per (kind, model, head size): rows = variants, columns = layouts.
+  // One matrix per (kind, model, head size, and for decode cases what the cache holds outside the
+  // case's tokens: stale slots and block-table padding when not the defaults): rows = variants, columns = layouts.
   std::vector<std::string> order;
   std::map<std::string, std::vector<const CaseResult*>> groups;
   for (const auto& cr : r.results) {
-    const std::string key = fmt::format("{} — {} (tp={}, {} heads / {} kv heads per rank), head_size {}",
+    std::string cache;
+    if (cr.c.stale != Stale::Random) cache += fmt::format(", stale {}", to_string(cr.c.stale));
+    if (cr.c.kind != CaseKind::Write && cr.c.block_table_padding >= 0)
+      cache += ", block_table_padding " + block_table_padding_name(cr.c.block_table_padding);
+    if (cr.c.kind != CaseKind::Write && cr.c.min_block_id != 1) cache += fmt::format(", block ids >= {}", cr.c.min_block_id);
+    const std::string key = fmt::format("{} — {} (tp={}, {} heads / {} kv heads per rank), head_size {}{}",
                                         to_string(cr.c.kind), cr.c.model, cr.c.tp, cr.c.num_heads,
-                                        cr.c.num_kv_heads, cr.c.head_size);
+                                        cr.c.num_kv_heads, cr.c.head_size, cache);
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&cr);
   }

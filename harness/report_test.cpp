@@ -63,6 +63,38 @@ TEST(Report, ResultsJsonFollowsTheContract) {
   EXPECT_EQ(j["cases"][1]["shuffle"], 1);
 }
 
+// Issue 11: every case records what its cache held outside its tokens; the summary gives each stale pattern and
+// padding its own matrix, so a fixture's nan_or_inf under stale nan never shares a cell with its random PASS.
+TEST(Report, StaleAndPaddingAreRecordedAndSplitTheMatrices) {
+  RunReport r;
+  r.backend = "cpu";
+  r.complete = true;
+  CaseResult a;
+  a.c.kind = CaseKind::Attention;
+  a.c.model = "M";
+  a.c.reader = "fixture_mask_by_zero";
+  a.c.layout = Scheme::KvFirst;
+  CaseResult b = a;
+  b.c.stale = Stale::Nan;
+  b.c.block_table_padding = 3;
+  add_cause(b.v, component::kReader, reason::kNanOrInf, "first NaN/Inf at seq 0");
+  CaseResult w;  // a write case: padding and min_block_id do not apply
+  w.c.model = "M";
+  w.c.writer = "reshape_and_cache";
+  r.results = {a, b, w};
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["cases"][0]["stale"], "random");
+  EXPECT_EQ(j["cases"][0]["block_table_padding"], "-1");
+  EXPECT_EQ(j["cases"][0]["min_block_id"], 1);
+  EXPECT_EQ(j["cases"][1]["stale"], "nan");
+  EXPECT_EQ(j["cases"][1]["block_table_padding"], "num_blocks+3");
+  EXPECT_EQ(j["cases"][2]["stale"], "random");
+  EXPECT_TRUE(j["cases"][2]["block_table_padding"].is_null());
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("head_size 0\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("head_size 0, stale nan, block_table_padding num_blocks+3\n"), std::string::npos) << md;
+}
+
 TEST(Report, SummaryHasTheMatrixAndEveryFailureWithItsRepro) {
   const std::string md = summary_markdown(sample());
   EXPECT_NE(md.find("| variant | interleaved |"), std::string::npos) << md;

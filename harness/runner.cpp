@@ -13,6 +13,7 @@
 #include "attention_case.h"
 #include "device.h"
 #include "expectations.h"
+#include "isolate.h"
 #include "router.h"
 #include "write_case.h"
 
@@ -53,9 +54,37 @@ std::string repro_command(const RunOptions& o, const std::string& case_file, con
   return cmd;
 }
 
-RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
-                    const Registry& registry, const RunOptions& o, const std::atomic<int>& stop,
-                    const RunReport& base) {
+CaseResult run_one_case(const Case& c, const Registry& registry, const RunOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CaseResult cr;
+  note_running_component(component::kHarness);
+  PhaseTimes phases{};
+  std::optional<PhaseClock> clock(std::in_place, phases);
+  std::optional<CurrentPhaseClock> current(std::in_place, *clock);
+  try {
+    cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
+                                   : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted, o.timing});
+  } catch (const std::exception& e) {
+    // Kernels cannot throw through the C ABI: what reaches here is the harness's (host allocation, ...).
+    cr = CaseResult{};
+    cr.c = c;
+    add_cause(cr.v, component::kHarness, reason::kHarnessError,
+              fmt::format("the harness failed, not the kernel: {}", e.what()), true);
+  }
+  try {
+    device::settle();  // nothing of this case still runs when its pooled buffers serve the next
+  } catch (const device::Error&) {
+    // A fault here is the device's state, which the caller reads through device::healthy().
+  }
+  current.reset();
+  clock.reset();  // the case's last phase ends here, its buffers freed
+  note_running_component(component::kHarness);
+  cr.phases = phases;
+  cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return cr;
+}
+
+RunReport start_report(const RunReport& base, const RunOptions& o) {
   RunReport rep = base;
   const device::Info info = device::info();
   rep.backend = info.backend;
@@ -68,6 +97,30 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   rep.filter = o.filter;
   rep.seed = o.seed;
   for (const auto& e : o.expectations) rep.expectation_sources.push_back(e.source);
+  rep.results = o.resumed;  // --resume: the cases already decided, as they were
+  return rep;
+}
+
+void finish_report(RunReport& rep, size_t total, int stop_signal) {
+  rep.complete = rep.results.size() == total && rep.stopped_because.empty();
+  if (stop_signal && !rep.complete) {
+    rep.interrupted_by = stop_signal;
+    if (rep.stopped_because.empty())
+      rep.stopped_because = fmt::format("interrupted by signal {} ({}) after {} of {} cases", stop_signal,
+                                        strsignal(stop_signal), rep.results.size(), total);
+  }
+  if (!rep.complete && rep.stopped_because.empty())
+    rep.stopped_because = fmt::format("stopped after {} of {} cases", rep.results.size(), total);
+  rep.finished_at = utc_now();
+  rep.exit_code = exit_code_for(rep);
+}
+
+RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
+                    const Registry& registry, const RunOptions& o, const std::atomic<int>& stop,
+                    const RunReport& base) {
+  if (o.isolate) return run_cases_isolated(cases, case_file_of, registry, o, stop, base);
+  RunReport rep = start_report(base, o);
+  const size_t total = cases.size() + o.resumed.size();
   int pass = 0, fail = 0, other = 0;
   auto last_flush = std::chrono::steady_clock::now();
   // A hung kernel never returns (a fiber deadlock on the cpu backend, a kernel
@@ -94,7 +147,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       partial.interrupted_by = exit_code - 128;
       partial.stopped_because = fmt::format("interrupted by signal {} ({}) during case {}; {} of {} cases judged",
                                             partial.interrupted_by, strsignal(partial.interrupted_by), cr.c.id(),
-                                            rep.results.size(), cases.size());
+                                            rep.results.size(), total);
     } else {
       // The kernel that was running (the case code notes it around each launch).
       const char* comp = running_component();
@@ -137,7 +190,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
         int unexpected = 0;
         for (const auto& cr : rep.results) unexpected += cr.unexpected_failure();
         std::fprintf(stderr, "kvharness: %zu/%zu cases done, %d unexpected failure(s) so far\n", rep.results.size(),
-                     cases.size(), unexpected);
+                     total, unexpected);
         std::fflush(stderr);
       }
       if (running < 0) continue;
@@ -163,36 +216,12 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   } join{watchdog, finished};
   for (size_t i = 0; i < cases.size() && !stop.load(); ++i) {
     const Case& c = cases[i];
-    const auto t0 = std::chrono::steady_clock::now();
     running_since = now_s();
     {
       std::lock_guard<std::mutex> lk(report_mutex);
       running = long(i);
     }
-    CaseResult cr;
-    note_running_component(component::kHarness);
-    PhaseTimes phases{};
-    std::optional<PhaseClock> clock(std::in_place, phases);
-    std::optional<CurrentPhaseClock> current(std::in_place, *clock);
-    try {
-      cr = c.kind == CaseKind::Write ? run_write_case(c, registry, o.timing)
-                                     : run_decode_case(c, registry, DecodeOptions{o.launch_misrouted, o.timing});
-    } catch (const std::exception& e) {
-      // Kernels cannot throw through the C ABI: what reaches here is the harness's (host allocation, ...).
-      cr = CaseResult{};
-      cr.c = c;
-      add_cause(cr.v, component::kHarness, reason::kHarnessError,
-                fmt::format("the harness failed, not the kernel: {}", e.what()), true);
-    }
-    try {
-      device::settle();  // nothing of this case still runs when its pooled buffers serve the next
-    } catch (const device::Error&) {
-      // A fault here is the device's state, which the healthy() check below reads.
-    }
-    current.reset();
-    clock.reset();  // the case's last phase ends here, its buffers freed
-    cr.phases = phases;
-    cr.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    CaseResult cr = run_one_case(c, registry, o);
     cr.repro = repro_command(o, case_file_of[i], c.id());
     judge_expectations(cr, registry, o.expectations);
     (cr.v.status == Status::Pass ? pass : cr.unexpected_failure() ? fail : other)++;
@@ -206,7 +235,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       running = -1;
       rep.results.push_back(std::move(cr));
     }
-    if (o.progress) draw_progress(i + 1, cases.size(), pass, fail, other);
+    if (o.progress) draw_progress(rep.results.size(), total, pass, fail, other);
     if (o.fail_fast && rep.results.back().unexpected_failure()) {  // --fail-fast: the verdict is known
       rep.stopped_because = fmt::format("--fail-fast: case {} failed unexpectedly", c.id());
       break;
@@ -223,16 +252,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
     }
   }
   std::lock_guard<std::mutex> lk(report_mutex);
-  rep.complete = rep.results.size() == cases.size() && rep.stopped_because.empty();
-  if (const int sig = stop.load(); sig && !rep.complete) {
-    rep.interrupted_by = sig;
-    rep.stopped_because = fmt::format("interrupted by signal {} ({}) after {} of {} cases", sig, strsignal(sig),
-                                      rep.results.size(), cases.size());
-  }
-  if (!rep.complete && rep.stopped_because.empty())
-    rep.stopped_because = fmt::format("stopped after {} of {} cases", rep.results.size(), cases.size());
-  rep.finished_at = utc_now();
-  rep.exit_code = exit_code_for(rep);
+  finish_report(rep, total, stop.load());
   write_report_files(rep, o.report_dir);
   return rep;
 }

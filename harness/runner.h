@@ -49,6 +49,12 @@ struct RunOptions {
   std::vector<ExpectedFailure> expectations;  // case files' [[expected_failure]] and --known-failures
   std::vector<std::string> known_failures;    // --known-failures files (repro commands repeat them)
   double heartbeat_seconds = 0;      // > 0: print a progress line this often (non-TTY runs)
+  bool isolate = false;              // --isolate: run the cases in worker processes (harness/isolate.h)
+  int isolate_batch = 0;             // --isolate-batch: cases per worker process (0: all; a crash starts a new one)
+  std::vector<std::string> worker_command;  // --isolate: a worker's argv (this binary, the run's arguments)
+  std::vector<size_t> worker_index;  // --isolate: case i's index in the worker's list (which --shard and
+                                     // --resume did not shorten); empty: the same list
+  std::vector<CaseResult> resumed;   // --resume: cases the resumed run decided; reported as they were
 };
 
 /// The command line that re-runs case `id` alone under `o`.
@@ -69,7 +75,22 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
                     const Registry& registry, const RunOptions& o, const std::atomic<int>& stop,
                     const RunReport& base = {});
 
-/// Handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL: while run_cases runs, writes the
+/// Runs one case in this process and times it: its verdict as the case code
+/// gives it (not yet judged against expectations, no repro line), phases and
+/// wall_ms. A harness exception becomes CRASH harness_error; the device is
+/// settled afterwards (device::healthy() tells whether a fault was sticky).
+CaseResult run_one_case(const Case& c, const Registry& registry, const RunOptions& o);
+
+/// The report of a run about to start: `base` plus the device, start time,
+/// case files, filter, seed, expectation sources, and o.resumed as the first results.
+RunReport start_report(const RunReport& base, const RunOptions& o);
+
+/// Closes a run of `total` cases (resumed ones included): complete when every
+/// one has a result and nothing stopped it; stopped_because, interrupted_by
+/// (from `stop_signal`, 0 if none), finished_at and exit_code.
+void finish_report(RunReport& rep, size_t total, int stop_signal);
+
+/// Handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: while run_cases runs, writes the
 /// report with the running case as CRASH and exits 1; otherwise re-raises.
 void on_fatal_signal(int sig);
 extern std::function<void(int)> g_on_fatal_signal;

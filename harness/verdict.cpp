@@ -36,9 +36,14 @@ void attribute(Verdict& v, const char* comp) {
 
 namespace {
 std::atomic<const char*> g_running_component{component::kHarness};
+std::atomic<void (*)(const char*)> g_component_hook{nullptr};
 }  // namespace
 
-void note_running_component(const char* c) { g_running_component.store(c); }
+void note_running_component(const char* c) {
+  const char* before = g_running_component.exchange(c);
+  if (auto hook = g_component_hook.load(); hook && before != c) hook(c);
+}
+void set_running_component_hook(void (*hook)(const char*)) { g_component_hook.store(hook); }
 const char* running_component() { return g_running_component.load(); }
 
 bool harness_fault(const Verdict& v) {

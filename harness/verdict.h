@@ -101,6 +101,10 @@ void attribute(Verdict& v, const char* component);
 /// returns (a hang, a fatal signal) to blame the right kernel.
 void note_running_component(const char* component);
 const char* running_component();
+/// Called with the new component whenever note_running_component changes it
+/// (nullptr: none). --isolate's worker tells its parent through it which
+/// kernel runs, so that a crash that kills the worker still names it.
+void set_running_component_hook(void (*hook)(const char*));
 /// True when any cause belongs to the harness (host allocation, I/O).
 bool harness_fault(const Verdict& v);
 

@@ -4,6 +4,7 @@
 // from a view's strides (64-bit) and data pointer, so blocks-first
 // interleaved, padded and offset caches need no special case.
 #pragma once
+#include <math.h>
 #include <stdint.h>
 
 #include "kvh_runtime.h"
@@ -84,6 +85,62 @@ KVH_HD inline int64_t k_token_offset(const int64_t* s, int64_t block, int64_t kv
 /// The tensor dim that holds the kv heads of a cache in `format` (2 for NHD, else 1).
 KVH_HD inline int kv_head_dim(int format) { return format == KVH_CACHE_NHD ? 2 : 1; }
 
+/// The score modifiers of kvh_attention_args (semantics in kvharness/provider.h),
+/// by value. Readers apply them through these members only, so every reader
+/// (whatever its cache layout) shares one definition of each rule:
+///   logit(s, h, t, ctx): soft-cap, then ALiBi, of the scaled score s of local
+///                        query head h and token t of a ctx-token sequence;
+///   first_token(ctx):    the first token the sliding window keeps (0 when off);
+///   has_sinks / sink(h): the sink logit of local query head h.
+struct ScoreModifiers {
+  int32_t sliding_window = 0;      // tokens, 0 = off
+  float softcap = 0.f;             // 0 = off
+  const float* sinks = nullptr;    // [num_heads], stride sinks_s; null = off
+  const float* alibi = nullptr;    // [num_heads], stride alibi_s; null = off
+  int64_t sinks_s = 0, alibi_s = 0;
+  int32_t head_offset = 0;         // global index of local head 0 (informational: slopes are per local head)
+
+  KVH_HD float alibi_slope(int h) const { return alibi[h * alibi_s]; }
+  KVH_HD bool has_sinks() const { return sinks != nullptr; }
+  KVH_HD float sink(int h) const { return sinks[h * sinks_s]; }
+  /// softcap * tanh(s / softcap) when on; ALiBi after the cap (never capped).
+  KVH_HD float capped(float s) const { return softcap > 0.f ? softcap * tanhf(s / softcap) : s; }
+  KVH_HD float logit(float s, int h, int t, int ctx) const {
+    s = capped(s);
+    return alibi ? s + alibi_slope(h) * float(t - (ctx - 1)) : s;
+  }
+  KVH_HD int first_token(int ctx) const {
+    return sliding_window > 0 && ctx > sliding_window ? ctx - sliding_window : 0;
+  }
+};
+
+/// The modifiers of `a`, read within its struct_size (an older caller's args have none).
+inline ScoreModifiers make_score_modifiers(const kvh_attention_args& a) {
+  ScoreModifiers m;
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, sliding_window)) m.sliding_window = a.sliding_window;
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, softcap)) m.softcap = a.softcap;
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, head_offset)) m.head_offset = a.head_offset;
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, sinks) && a.sinks.data)
+    m.sinks = static_cast<const float*>(a.sinks.data), m.sinks_s = a.sinks.stride[0];
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, alibi_slopes) && a.alibi_slopes.data)
+    m.alibi = static_cast<const float*>(a.alibi_slopes.data), m.alibi_s = a.alibi_slopes.stride[0];
+  return m;
+}
+
+/// hipErrorInvalidValue when a modifier of `a` breaks provider.h: sliding_window
+/// or softcap negative (or softcap not finite), head_offset negative, or a set
+/// sinks / alibi_slopes tensor that is not f32 [num_heads].
+inline hipError_t check_score_modifiers(const kvh_attention_args& a) {
+  const ScoreModifiers m = make_score_modifiers(a);
+  if (m.sliding_window < 0 || !(m.softcap >= 0.f) || m.softcap > 3.0e38f || m.head_offset < 0)
+    return hipErrorInvalidValue;
+  for (const kvh_tensor* t : {&a.sinks, &a.alibi_slopes}) {
+    if (!KVH_HAS_FIELD(&a, kvh_attention_args, alibi_slopes) || !t->data) continue;
+    if (t->dtype != KVH_DT_F32 || t->ndim != 1 || t->shape[0] != a.query.shape[1]) return hipErrorInvalidValue;
+  }
+  return hipSuccess;
+}
+
 /// Everything a reader kernel needs from kvh_attention_args, passed by value.
 /// Pointers are untyped; the kernel casts them to its element type.
 struct AttentionParams {
@@ -98,6 +155,7 @@ struct AttentionParams {
   int64_t cache_block_size;    // the cache manager's block (tokens); block_size when not set
   int32_t num_heads, num_kv_heads, head_size, max_context_len;
   float scale;
+  ScoreModifiers mods;
 };
 
 /// kvh_attention_args.cache_block_size, read within the args' struct_size; 0 when absent.
@@ -127,6 +185,7 @@ inline AttentionParams make_attention_params(const kvh_attention_args& a, int fo
   p.head_size = int32_t(a.query.shape[2]);
   p.max_context_len = a.max_context_len;
   p.scale = a.scale;
+  p.mods = make_score_modifiers(a);
   return p;
 }
 
@@ -140,7 +199,8 @@ inline AttentionParams make_attention_params(const kvh_attention_args& a, int fo
 /// disagrees with num_kv_heads, head_size or block_size; num_heads is not a
 /// multiple of num_kv_heads; block_tables cannot hold max_context_len tokens;
 /// cache_block_size is set and not a multiple of block_size; num_seqs or
-/// num_heads exceed 65535 (grid); a data pointer is null. With
+/// num_heads exceed 65535 (grid); a data pointer is null; a score modifier
+/// is malformed (check_score_modifiers). With
 /// `check_head_size` it also requires head_size <= 256; the fixed-function
 /// kernel skips that test, as a fixed-function kernel does.
 inline hipError_t check_attention_args(const kvh_attention_args& a, int format, bool check_head_size) {
@@ -183,7 +243,7 @@ inline hipError_t check_attention_args(const kvh_attention_args& a, int format, 
   if (num_seqs == 0) return hipSuccess;
   if (a.max_context_len < 1 || bt.shape[1] * bs < a.max_context_len) return hipErrorInvalidValue;
   if (!o.data || !q.data || !kc.data || !vc.data || !bt.data || !cl.data) return hipErrorInvalidValue;
-  return hipSuccess;
+  return check_score_modifiers(a);
 }
 
 }  // namespace kvh::kernels

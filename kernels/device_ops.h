@@ -35,6 +35,10 @@ void fill_sentinel_at(void* bytes, size_t n, uint64_t first);
 /// index i of `v` (kernels/counter_rng.h): the same values the host gets from
 /// the same stream.
 void fill_view16(void* base, const View16& v, int kind, bool bf16, uint64_t key);
+/// base[v(i)] = bits for every index i of `v`: a constant bit pattern (a
+/// decode case's stale slots, harness/stale.h). v.offset may be negative
+/// (a page in an arena's front margin) as long as base[v(i)] lies in the buffer.
+void fill_view16_const(void* base, const View16& v, uint16_t bits);
 /// The reference writer: for every token t with slot_mapping[t] >= 0, copies
 /// key[t, h, d] / value[t, h, d] (views of [num_tokens, num_kv_heads,
 /// head_size] at src) to block slot/block_size, token slot%block_size of the

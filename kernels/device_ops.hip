@@ -80,6 +80,24 @@ __global__ void fill_view16_kernel(uint16_t* base, View16 v, int inner, uint64_t
 }
 KVH_DECLARE_BARRIER_FREE(fill_view16_kernel);
 
+// fill_view16_kernel's walk with one constant: work item = the `inner` innermost dims.
+__global__ void fill_view16_const_kernel(uint16_t* base, View16 v, int inner, uint64_t items, uint16_t bits) {
+  const int nd = v.ndim;
+  const int64_t n1 = inner >= 1 ? v.shape[nd - 1] : 1, n2 = inner >= 2 ? v.shape[nd - 2] : 1;
+  const int64_t s1 = v.stride[nd - 1], s2 = nd >= 2 ? v.stride[nd - 2] : 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < items; r += stride) {
+    int64_t off = v.offset, rest = int64_t(r);
+    for (int d = nd - 1 - inner; d >= 0; --d) {
+      off += (rest % v.shape[d]) * v.stride[d];
+      rest /= v.shape[d];
+    }
+    for (int64_t a = 0; a < n2; ++a)
+      for (int64_t b = 0; b < n1; ++b) base[off + a * s2 + b * s1] = bits;
+  }
+}
+KVH_DECLARE_BARRIER_FREE(fill_view16_const_kernel);
+
 __device__ inline int64_t map_offset(const CacheMap& m, int64_t b, int64_t h, int64_t t, int64_t d) {
   return m.offset + b * m.sb + h * m.sh + (t / m.xt) * m.st_hi + (t % m.xt) * m.st_lo + (d / m.xd) * m.sd_hi +
          (d % m.xd) * m.sd_lo;
@@ -191,15 +209,23 @@ void fill_sentinel_at(void* bytes, size_t n, uint64_t first) {
 #endif
 }
 
-void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key) {
-  if (view.ndim < 1 || view.ndim > 6) throw std::invalid_argument("fill_view16: a view of 1 to 6 dims");
+namespace {
+
+// The work split of both view fills: the view (a 1-dim one cut into rows on
+// the host), how many innermost dims a work item takes, and the item count.
+struct FillPlan {
+  View16 v;
+  int inner;
+  uint64_t items;
+};
+FillPlan plan_fill(const View16& view, const char* what) {
+  if (view.ndim < 1 || view.ndim > 6) throw std::invalid_argument(std::string(what) + ": a view of 1 to 6 dims");
   const int64_t n = view.numel();
-  if (n == 0) return;
   View16 v = view;
 #if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
   const int inner = 0;
 #else
-  if (v.ndim == 1) {  // one long row would be one thread's: cut it into rows of up to 4096
+  if (v.ndim == 1 && n > 0) {  // one long row would be one thread's: cut it into rows of up to 4096
     int64_t cols = 4096;
     while (n % cols) cols /= 2;
     v.ndim = 2;
@@ -210,10 +236,25 @@ void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t k
 #endif
   int64_t per_item = 1;
   for (int d = v.ndim - inner; d < v.ndim && inner; ++d) per_item *= v.shape[d];
-  const uint64_t items = uint64_t(n / per_item);
-  hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(items)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base), v,
-                     inner, items, kind, int(bf16), key);
+  return {v, inner, n == 0 ? 0 : uint64_t(n / per_item)};
+}
+
+}  // namespace
+
+void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key) {
+  const FillPlan p = plan_fill(view, "fill_view16");
+  if (p.items == 0) return;
+  hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(p.items)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base),
+                     p.v, p.inner, p.items, kind, int(bf16), key);
   check_launch("fill_view16");
+}
+
+void fill_view16_const(void* base, const View16& view, uint16_t bits) {
+  const FillPlan p = plan_fill(view, "fill_view16_const");
+  if (p.items == 0) return;
+  hipLaunchKernelGGL(fill_view16_const_kernel, dim3(blocks_for(p.items)), dim3(kThreads), 0, 0,
+                     static_cast<uint16_t*>(base), p.v, p.inner, p.items, bits);
+  check_launch("fill_view16_const");
 }
 
 void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,

@@ -17,6 +17,9 @@
 // logits (x-vector loads, coalesced across threads); each head's group of
 // lanes updates its running max and sum (shuffles over <= warpSize lanes) and
 // turns the logits into weights; thread d rescales and accumulates sum_t w_t V[t][d].
+// Score modifiers (ScoreModifiers): soft-cap and ALiBi turn each logit; the
+// chunks start at the sliding window's first token; the sink logit joins the
+// running max and sum once, after the last chunk.
 #pragma once
 #include <cmath>
 
@@ -38,6 +41,8 @@ struct AsmCorrectVariant {
   static KVH_HD int reduce_width(int lanes) { return lanes; }
   /// Whether the accumulator is rescaled when the running max grows (it must be).
   static constexpr bool kRescaleAcc = true;
+  /// Score modifiers (ScoreModifiers): soft-cap, then ALiBi, of the scaled score s.
+  static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) { return a.mods.logit(s, h, t, ctx); }
 };
 
 template <class T, class Variant>
@@ -64,7 +69,7 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
   using V = VLayout<KVH_CACHE_SHUFFLE>;
   const int L = floor_pow2(kHead / nh < warpSize ? kHead / nh : warpSize);  // lanes per head
   float acc[kGroupHeads] = {};
-  for (int c0 = 0; c0 < ctx; c0 += kHead) {
+  for (int c0 = a.mods.first_token(ctx); c0 < ctx; c0 += kHead) {
     const int n = ctx - c0 < kHead ? ctx - c0 : kHead;
     if (tid < n) {
       const int64_t t = c0 + tid;
@@ -77,7 +82,7 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
             if (j < nh) dot[j] += q_s[j][c * kX16 + e] * kval;
         }
       for (int j = 0; j < kGroupHeads; ++j)  // constant bounds keep dot[] and acc[] in registers
-        if (j < nh) w_s[j][tid] = dot[j];
+        if (j < nh) w_s[j][tid] = Variant::logit(a, dot[j], head(j), int(t), ctx);
     }
     __syncthreads();
     {  // head j's lanes [j*L, (j+1)*L): new running max, weights, running sum
@@ -111,8 +116,14 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
   }
   for (int j = 0; j < kGroupHeads; ++j) {
     if (j >= nh) continue;
+    float num = acc[j], den = run_sum[j];
+    if (a.mods.has_sinks() && ctx > 0) {  // the sink: one more term of the denominator, no value
+      const float sink = a.mods.sink(head(j)), m2 = fmaxf(run_max[j], sink), r = expf(run_max[j] - m2);
+      num *= r;
+      den = den * r + expf(sink - m2);
+    }
     T* out = static_cast<T*>(a.out) + s * a.out_s[0] + head(j) * a.out_s[1];
-    out[tid * a.out_s[2]] = from_float<T>(ctx > 0 ? acc[j] / run_sum[j] : 0.f);
+    out[tid * a.out_s[2]] = from_float<T>(ctx > 0 ? num / den : 0.f);
   }
 }
 

@@ -32,6 +32,13 @@
 //   exp_sums   [num_seqs, num_heads, max_partitions]
 //   tmp_out    [num_seqs, num_heads, max_partitions, head_size]
 // max_partitions = ceil(max_context_len / partition_size); none when it is 1.
+//
+// Score modifiers (ScoreModifiers, attention_args.h): soft-cap and ALiBi turn
+// each logit in step 2; tokens before the sliding window get logit -inf, and
+// partitions wholly before it do not run (the reduce starts at the first
+// non-empty one, so it never reads their unwritten workspace); the sink logit
+// is folded into the max and exp-sum of the first non-empty partition only,
+// rescaling its partial output, so it joins the denominator exactly once.
 #pragma once
 #include <stdint.h>
 
@@ -80,6 +87,22 @@ struct CorrectVariant {
   static KVH_HD int reduce_width(int lanes) { return lanes; }
   /// Whether P.V waits for every head's softmax numerators (it must).
   static constexpr bool kBarrierAfterSoftmax = true;
+  /// Score modifiers (ScoreModifiers): the logit of unmasked token t of local query head h,
+  /// from the scaled score s (soft-cap, then ALiBi).
+  static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) { return a.mods.logit(s, h, t, ctx); }
+  /// The logit of a token the sliding window masks: -inf, which no soft-cap may touch.
+  static KVH_HD float masked_logit(const ScoreModifiers&) { return -INFINITY; }
+  /// The first token the sliding window keeps.
+  static KVH_HD int first_token(const ScoreModifiers& m, int ctx) { return m.first_token(ctx); }
+  /// Whether partition p folds the sink logit into its max and exp-sum: only the
+  /// first partition the window leaves non-empty, so the sink joins the
+  /// denominator once whatever the number of partitions.
+  static KVH_HD bool sink_in_partition(int p, int first_live) { return p == first_live; }
+  /// The first partition the reduce merges: the first non-empty one. Partitions
+  /// before it never run and leave their workspace entries unwritten.
+  static KVH_HD int reduce_first_partition(int first_live) { return first_live; }
+  /// The tokens a partition covers: the partition_size the caller asked for.
+  static KVH_HD int split_size(int partition_size) { return partition_size; }
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -101,7 +124,7 @@ KVH_HD inline int chunk_heads(int group, int chunk) {
 /// Shared floats kernel 1 needs for `nh` heads: the carve-up at the top of its body.
 KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partition_size) {
   const int lanes = kPaThreads < head_size ? kPaThreads : head_size;
-  return int64_t(nh) * (head_size + partition_size + 2 + (kPaThreads / lanes) * head_size);
+  return int64_t(nh) * (head_size + partition_size + 3 + (kPaThreads / lanes) * head_size);
 }
 
 template <class T, int kFormat, class Variant>
@@ -118,19 +141,23 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
       for (int i = tid; i < nh * hs; i += nt) out_row(i / hs)[(i % hs) * a.out_s[2]] = from_float<T>(0.f);
     return;
   }
-  int np = Variant::num_partitions(ctx, P);
+  const int split = Variant::split_size(P);
+  int np = Variant::num_partitions(ctx, split);
   np = np < sk.max_partitions ? np : sk.max_partitions;
-  if (p >= np) return;  // uniform over the block, before any barrier
-  const int t0 = p * P;
-  const int n = ctx - t0 < P ? ctx - t0 : P;
+  // The sliding window keeps tokens [first, ctx): partitions before first_live are empty and never run.
+  const int first = Variant::first_token(a.mods, ctx), first_live = first / split;
+  if (p >= np || p < first_live) return;  // uniform over the block, before any barrier
+  const int t0 = p * split;
+  const int n = ctx - t0 < split ? ctx - t0 : split;
 
-  // shared: q [nh, hs] | logits [nh, P] | max [nh] | sum [nh] | P.V partials [groups, nh, hs]
+  // shared: q [nh, hs] | logits [nh, P] | max [nh] | sum [nh] | rescale [nh] | P.V partials [groups, nh, hs]
   KVH_DYNAMIC_SHARED(float, smem);
   float* q_s = smem;
   float* logits = q_s + nh * hs;
   float* head_max = logits + nh * P;
   float* head_sum = head_max + nh;
-  float* acc_s = head_sum + nh;
+  float* head_rescale = head_sum + nh;
+  float* acc_s = head_rescale + nh;
 
   for (int i = tid; i < nh * hs; i += nt) {
     const T* q = static_cast<const T*>(a.query) + s * a.q_s[0] + head(i / hs) * a.q_s[1];
@@ -148,6 +175,11 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   const int64_t k_chunk = KL::chunk_stride(a.k_s, x), k_elem = KL::elem_stride(a.k_s);
   for (int i = tid; i < n; i += nt) {
     const int64_t t = t0 + i;
+    if (t < first) {  // masked by the sliding window: no load
+      for (int j = 0; j < kMaxGroupHeads; ++j)
+        if (j < nh) logits[j * P + i] = Variant::masked_logit(a.mods);
+      continue;
+    }
     const T* k = kc + KL::token_offset(a.k_s, bt[Variant::page_index(a, t) * a.bt_s[1]], kv, t % page);
     float dot[kMaxGroupHeads] = {};
     for (int c = 0; c < hs / x; ++c)
@@ -157,7 +189,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
           if (j < nh) dot[j] += q_s[j * hs + c * x + e] * kval;
       }
     for (int j = 0; j < kMaxGroupHeads; ++j)  // constant bounds keep dot[] in registers
-      if (j < nh) logits[j * P + i] = a.scale * dot[j];
+      if (j < nh) logits[j * P + i] = Variant::logit(a, a.scale * dot[j], head(j), int(t), ctx);
   }
   __syncthreads();
 
@@ -177,7 +209,16 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
         sum += l[i];
       }
     sum = group_reduce(sum, Variant::reduce_width(L), SumOp{});
-    if (j < nh && lane_h == 0) head_max[j] = m, head_sum[j] = sum;
+    if (j < nh && lane_h == 0) {
+      float rescale = 1.f;  // the partial P.V's factor when the sink raises the max
+      if (a.mods.has_sinks() && Variant::sink_in_partition(p, first_live)) {
+        const float sink = a.mods.sink(head(j)), m2 = fmaxf(m, sink);
+        rescale = expf(m - m2);
+        sum = sum * rescale + expf(sink - m2);
+        m = m2;
+      }
+      head_max[j] = m, head_sum[j] = sum, head_rescale[j] = rescale;
+    }
   }
   if (Variant::kBarrierAfterSoftmax) __syncthreads();  // compile-time: uniform across the block
 
@@ -185,7 +226,8 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   if (g < groups) {
     float acc[kMaxGroupHeads][kPaMaxDimsPerThread] = {};
     const int64_t dim_stride = VL::dim_stride(a.v_s);
-    for (int i = g; i < n; i += groups) {
+    const int i0 = first > t0 ? first - t0 : 0;  // masked tokens weigh 0: skip their V
+    for (int i = i0 + g; i < n; i += groups) {
       const int64_t t = t0 + i;
       const T* v = vc + VL::token_offset(a.v_s, x, bt[Variant::page_index(a, t) * a.bt_s[1]], kv, t % page);
       for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
@@ -206,7 +248,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     const int j = i / hs, d = i % hs;
     float r = 0.f;
     for (int gg = 0; gg < groups; ++gg) r += acc_s[(gg * nh + j) * hs + d];
-    r /= head_sum[j];
+    r = r * head_rescale[j] / head_sum[j];
     if (np == 1)
       out_row(j)[d * a.out_s[2]] = from_float<T>(r);
     else
@@ -225,9 +267,11 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(Atte
   const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size;
   const int ctx = clamp_context_len(a, s);
   if (ctx <= 0) return;
-  int np = Variant::num_partitions(ctx, sk.partition_size);
+  const int split = Variant::split_size(sk.partition_size);
+  int np = Variant::num_partitions(ctx, split);
   np = np < sk.max_partitions ? np : sk.max_partitions;
   if (np <= 1) return;  // kernel 1 wrote out directly
+  const int p0 = Variant::reduce_first_partition(Variant::first_token(a.mods, ctx) / split);
 
   // shared: weights [max_partitions]
   KVH_DYNAMIC_SHARED(float, smem);
@@ -235,18 +279,19 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(Atte
   const int64_t base = (int64_t(s) * a.num_heads + h) * sk.max_partitions;
 
   float global_max = -INFINITY;
-  for (int p = 0; p < np; ++p) global_max = fmaxf(global_max, sk.max_logits[base + p]);
-  const float ref = Variant::reduce_reference_max(global_max, sk.max_logits + base, np);
-  for (int p = tid; p < np; p += nt) w_s[p] = Variant::partition_weight(sk.exp_sums[base + p], sk.max_logits[base + p], ref);
+  for (int p = p0; p < np; ++p) global_max = fmaxf(global_max, sk.max_logits[base + p]);
+  const float ref = Variant::reduce_reference_max(global_max, sk.max_logits + base + p0, np - p0);
+  for (int p = p0 + tid; p < np; p += nt)
+    w_s[p] = Variant::partition_weight(sk.exp_sums[base + p], sk.max_logits[base + p], ref);
   __syncthreads();
   float total = 0.f;
-  for (int p = 0; p < np; ++p) total += w_s[p];
+  for (int p = p0; p < np; ++p) total += w_s[p];
   const float inv_total = 1.f / total;
 
   T* out = static_cast<T*>(a.out) + s * a.out_s[0] + h * a.out_s[1];
   for (int d = tid; d < hs; d += nt) {
     float r = 0.f;
-    for (int p = 0; p < np; ++p) r += w_s[p] * sk.tmp_out[(base + p) * hs + d];
+    for (int p = p0; p < np; ++p) r += w_s[p] * sk.tmp_out[(base + p) * hs + d];
     out[d * a.out_s[2]] = from_float<T>(r * inv_total);
   }
 }

@@ -119,6 +119,13 @@ std::string Kernel::outside_capabilities(const KernelUse& u) const {
   if (c.max_gqa_ratio > 0 && u.num_kv_heads > 0 && u.num_heads / u.num_kv_heads > c.max_gqa_ratio)
     return name + " declares a GQA ratio of at most " + std::to_string(c.max_gqa_ratio) + "; this case has " +
            std::to_string(u.num_heads / u.num_kv_heads);
+  if (const uint32_t missing = u.modifiers & ~c.modifiers) {
+    std::string names;
+    for (const auto& [bit, n] : {std::pair{KVH_MOD_SLIDING_WINDOW, "sliding_window"}, std::pair{KVH_MOD_SINKS, "sinks"},
+                                 std::pair{KVH_MOD_SOFTCAP, "softcap"}, std::pair{KVH_MOD_ALIBI, "alibi"}})
+      if (missing & uint32_t(bit)) names += (names.empty() ? "" : ", ") + std::string(n);
+    return name + " declares no support for score modifier(s) " + names + "; this case uses them";
+  }
   return "";
 }
 
@@ -255,6 +262,7 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
     k.caps.dtypes = c.dtypes;
     k.caps.cache_formats = c.cache_formats;
     k.caps.max_gqa_ratio = c.max_gqa_ratio;
+    k.caps.modifiers = c.modifiers;
   }
   if (!k.caps.dtypes) k.caps.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
   k.caps.cache_formats |= 1u << d.cache_format;

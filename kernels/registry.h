@@ -29,6 +29,7 @@ struct Capabilities {
   uint32_t dtypes = 0;               // bit (1u << kvh_dtype); 0 never after normalisation
   uint32_t cache_formats = 0;        // bit (1u << kvh_cache_format)
   int32_t max_gqa_ratio = 0;         // 0: any
+  uint32_t modifiers = 0;            // kvh_modifier bits the reader applies; 0: none
 };
 
 /// What a case asks of a kernel, checked against its Capabilities.
@@ -36,6 +37,7 @@ struct KernelUse {
   int64_t head_size = 0, block_size = 0, num_heads = 0, num_kv_heads = 0;
   kvh_dtype dtype = KVH_DT_F16;
   int32_t cache_format = KVH_CACHE_NHD;
+  uint32_t modifiers = 0;  // kvh_modifier bits the case turns on
 };
 
 namespace detail {
@@ -91,7 +93,8 @@ struct Kernel {
   /// The provider's message for its last KVH_RAISED, or a generic one.
   std::string last_error() const;
   /// Empty when `use` lies within the capabilities; else why not, e.g.
-  /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64".
+  /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64", or
+  /// "X declares no support for score modifier(s) sinks, alibi; this case uses them".
   std::string outside_capabilities(const KernelUse& use) const;
 };
 

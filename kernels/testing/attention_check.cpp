@@ -155,6 +155,18 @@ Built build(const AttentionCase& c) {
   a.scale = float(ref.scale);
   a.k_scale = a.v_scale = 1.f;
   a.partition_size = c.partition_size;
+  a.sliding_window = c.sliding_window;
+  a.softcap = c.softcap;
+  a.head_offset = c.head_offset;
+  ref.sliding_window = c.sliding_window;
+  ref.softcap = c.softcap;
+  fx.sinks = c.sinks;
+  fx.alibi_slopes = c.alibi_slopes;
+  if (!c.sinks.empty()) a.sinks = tensor(fx.sinks.data(), KVH_DT_F32, {int64_t(c.sinks.size())}, {1});
+  if (!c.alibi_slopes.empty())
+    a.alibi_slopes = tensor(fx.alibi_slopes.data(), KVH_DT_F32, {int64_t(c.alibi_slopes.size())}, {1});
+  ref.sinks.assign(c.sinks.begin(), c.sinks.end());
+  ref.alibi_slopes.assign(c.alibi_slopes.begin(), c.alibi_slopes.end());
   return b;
 }
 
@@ -176,6 +188,10 @@ std::string AttentionCase::str() const {
   if (sink_token >= 0) o << " sink@" << sink_token;
   if (kernel_block_size > 0) o << " kernel_block_size " << kernel_block_size;
   if (scheme == Scheme::DegenerateStrides) o << " degenerate_stride " << degenerate_stride;
+  if (sliding_window) o << " window" << sliding_window;
+  if (softcap > 0) o << " softcap" << softcap;
+  if (!sinks.empty()) o << " sinks";
+  if (!alibi_slopes.empty()) o << " alibi@" << head_offset;
   return o.str();
 }
 

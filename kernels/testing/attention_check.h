@@ -54,6 +54,12 @@ struct AttentionCase {
   /// is made ~10x parallel to the query of the first head of each kv group, so
   /// its logit is ~150 above the rest (an attention sink).
   int sink_token = -1;
+  /// Score modifiers (kvharness/provider.h), passed to the reader and the reference alike.
+  int32_t sliding_window = 0;       // 0 = off
+  float softcap = 0.f;              // 0 = off
+  std::vector<float> sinks;         // [num_heads] or empty = off
+  std::vector<float> alibi_slopes;  // [num_heads] or empty = off
+  int32_t head_offset = 0;
   uint64_t seed = 1;
   std::string str() const;
 };
@@ -85,7 +91,7 @@ struct AttentionArgsFixture {
   kvh_attention_args args{};
   std::vector<uint16_t> storage, query, out;
   std::vector<int32_t> block_tables, context_lens;
-  std::vector<float> workspace;
+  std::vector<float> workspace, sinks, alibi_slopes;
 };
 AttentionArgsFixture make_attention_args(const AttentionCase& c);
 

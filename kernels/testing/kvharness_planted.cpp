@@ -23,6 +23,7 @@ extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_cache_writers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_asm_readers(int32_t* count);
+extern "C" const kvh_kernel_desc* kvh_planted_wide_readers(int32_t* count);
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -68,6 +69,10 @@ const Mutant kMutants[] = {
     {"kernel", "paged_attention_hnd", "planted_hnd_block_size_from_dim1", "reader=paged_attention_hnd"},
     {"kernel", "paged_attention_hnd", "planted_hnd_dense_head_stride", "reader=paged_attention_hnd"},
     {"kernel", "paged_attention_nhd", "planted_nhd_token_stride_from_heads", "reader=paged_attention_nhd"},
+    {"kernel", "paged_attention_rocm", "planted_softcap_after_mask", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_rocm", "planted_window_off_by_one", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_rocm", "planted_partition_size_ignored", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_rocm", "planted_empty_partition_reduce", "reader=paged_attention_rocm;"},
     {"kernel", "pa_fwd_asm", "planted_asm_gqa_modulo", "reader=pa_fwd_asm;"},
     {"kernel", "pa_fwd_asm", "planted_asm_reduce_tree_32", "reader=pa_fwd_asm;"},
     {"kernel", "pa_fwd_asm", "planted_asm_no_rescale", "reader=pa_fwd_asm;"},
@@ -82,7 +87,9 @@ const Mutant kMutants[] = {
 const char* const kNotMutants[] = {
     "planted_wild_write",               // a fault: the runner's crash test
     "planted_hangs",                    // a hang: the runner's watchdog test
+    "planted_aborts",                   // an abort: --isolate's crash test
     "planted_missing_softmax_barrier",  // a race only --random-order exposes (planted_readers_test)
+    "planted_int32_offset",             // only offsets past 2^31 expose it: cases/large_readers.toml (GPU)
 };
 
 // The planted kernel's or policy's one-line description.
@@ -103,6 +110,7 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_cache_writers, "planted");
   kvh::register_builtin_extension(kvh_planted_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_asm_readers, "planted");
+  kvh::register_builtin_extension(kvh_planted_wide_readers, "planted");
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;

@@ -36,6 +36,22 @@
 //                                 when the head dim is size 1 with a
 //                                 degenerate stride (degenerate_strides), or
 //                                 the heads are not packed inside a token (packed)
+//   planted_softcap_after_mask    masks first and soft-caps after: a masked
+//                                 token's -inf becomes -softcap, so the tokens
+//                                 before the sliding window (in its first
+//                                 partition) rejoin the softmax
+//   planted_window_off_by_one     keeps sliding_window + 1 tokens (the window
+//                                 taken as FlashAttention's window_size_left)
+//   planted_partition_size_ignored splits at the default 256 tokens whatever
+//                                 partition_size says, while sizing its
+//                                 partition count from partition_size: with
+//                                 partition_size 512 the tail of every sequence
+//                                 longer than 512 is dropped (only for
+//                                 partition_size >= 256: its shared memory is
+//                                 sized for partition_size)
+//   planted_empty_partition_reduce the reduce merges every partition from 0,
+//                                 including those a sliding window left empty
+//                                 (never run): it reads their unwritten workspace
 //   planted_v1_*                  the same bugs in the pa_v1 reader
 //                                 (paged_attention_v1): gqa_modulo,
 //                                 reduce_tree_32, drop_tail_partition
@@ -69,6 +85,23 @@ struct ReduceTree32 : CorrectVariant {
 struct MissingSoftmaxBarrier : CorrectVariant {
   static constexpr bool kBarrierAfterSoftmax = false;
 };
+// cap * tanh(-inf / cap) = -cap: the mask applied before the cap no longer masks.
+struct SoftcapAfterMask : CorrectVariant {
+  static KVH_HD float masked_logit(const kvh::kernels::ScoreModifiers& m) {
+    return m.softcap > 0.f ? -m.softcap : -INFINITY;
+  }
+};
+struct WindowOffByOne : CorrectVariant {
+  static KVH_HD int first_token(const kvh::kernels::ScoreModifiers& m, int ctx) {
+    return m.sliding_window > 0 && ctx > m.sliding_window + 1 ? ctx - m.sliding_window - 1 : 0;
+  }
+};
+struct PartitionSizeIgnored : CorrectVariant {
+  static KVH_HD int split_size(int) { return kvh::kernels::kDefaultPartitionSize; }
+};
+struct EmptyPartitionReduce : CorrectVariant {
+  static KVH_HD int reduce_first_partition(int) { return 0; }
+};
 
 using kvh::kernels::AttentionParams;
 struct HndBlockSizeFromDim1 : CorrectVariant {
@@ -94,9 +127,17 @@ int planted(const kvh_attention_args* a, void* stream) {
 
 uint64_t workspace(const kvh_attention_args* a) { return kvh::kernels::paged_attention_workspace_bytes(*a); }
 
+// The capabilities of the readers they stand in for (`--replace-kernel` runs them with these): every score modifier.
+kvh_capabilities modifier_caps() {
+  kvh_capabilities c{};
+  c.modifiers = KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI;
+  return c;
+}
+const kvh_capabilities kCaps = modifier_caps();
+
 template <int (*F)(const kvh_attention_args*, void*), kvh_cache_format kFormat = KVH_CACHE_SHUFFLE>
 kvh_kernel_desc reader(const char* name, const char* description) {
-  return kvh::kernels::reader_desc<F>(name, description, kFormat, 1, kvh::kernels::workspace_entry<workspace>);
+  return kvh::kernels::reader_desc<F>(name, description, kFormat, 1, kvh::kernels::workspace_entry<workspace>, &kCaps);
 }
 
 const kvh_kernel_desc kPlanted[] = {
@@ -126,6 +167,16 @@ const kvh_kernel_desc kPlanted[] = {
     reader<planted<NhdTokenStrideFromHeads, KVH_CACHE_NHD>, KVH_CACHE_NHD>(
         "planted_nhd_token_stride_from_heads",
         "PLANTED BUG (NHD reader): token stride derived as num_kv_heads * head stride, not the view's"),
+    reader<planted<SoftcapAfterMask>>("planted_softcap_after_mask",
+                                      "PLANTED BUG: soft-cap applied after the sliding-window mask (-inf -> -cap)"),
+    reader<planted<WindowOffByOne>>("planted_window_off_by_one",
+                                    "PLANTED BUG: the sliding window keeps sliding_window + 1 tokens"),
+    reader<planted<PartitionSizeIgnored>>(
+        "planted_partition_size_ignored",
+        "PLANTED BUG: splits at 256 tokens whatever partition_size says (partition count from partition_size)"),
+    reader<planted<EmptyPartitionReduce>>(
+        "planted_empty_partition_reduce",
+        "PLANTED BUG: split-K reduce merges the partitions a sliding window left empty (unwritten workspace)"),
     reader<planted<GqaModulo, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
         "planted_v1_gqa_modulo", "PLANTED BUG (pa_v1 reader): GQA maps query head h to kv head h % num_kv_heads"),
     reader<planted<ReduceTree32, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(

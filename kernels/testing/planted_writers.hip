@@ -1,6 +1,8 @@
 // PLANTED BUGS for the harness's own tests, never registered in the builtin
 // provider: each one breaks exactly one rule a cache writer must keep, so a
 // test can show that the check for that rule fails. Flash (NHD) cache.
+#include <cstdlib>
+
 #include "../kernel_desc.h"
 #include "../writer_common.h"
 
@@ -72,6 +74,9 @@ int wild_write(const kvh_write_args* a, void* stream) {
   return hipGetLastError();
 }
 
+// Aborts the process at launch (a library's failed assertion): --isolate's crash test.
+int aborts(const kvh_write_args*, void*) { std::abort(); }
+
 int ignores_negative_slot(const kvh_write_args* a, void* s) { return launch_planted(a, s, kIgnoresNegativeSlot); }
 int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a, s, kWritesOnePast); }
 int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
@@ -89,6 +94,7 @@ const kvh_kernel_desc kPlanted[] = {
     planted<skips_last_token>("planted_skips_last_token", "PLANTED: never writes the last token"),
     planted<wild_write>("planted_wild_write", "PLANTED: writes 2^40 elements before the cache (a fault)"),
     planted<hangs>("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)"),
+    planted<aborts>("planted_aborts", "PLANTED: aborts the process at launch (a failed assertion)"),
 };
 
 }  // namespace

@@ -178,7 +178,11 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   return kw;
 }
 
-py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs) {
+/// The reader's keyword arguments; the score-modifier ones (sliding_window, softcap, head_offset,
+/// sinks, alibi_slopes) only for a reader that declares modifiers, so that a reader written before
+/// them, which may forward **kwargs to a function that does not take them, never sees them (the
+/// harness never runs such a reader on a case that turns one on).
+py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs, bool modifiers) {
   py::dict kw;
   if (with_outputs) kw["out"] = capsule(a.out, b);
   kw["query"] = capsule(a.query, b);
@@ -196,6 +200,14 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   // with a fixed argument list (kvharness_torch's) keeps working on every other case.
   if (KVH_HAS_FIELD(&a, kvh_attention_args, cache_block_size) && a.cache_block_size != 0)
     kw["cache_block_size"] = a.cache_block_size;
+  if (modifiers) {  // provider.h; a Python reader receives the ones its signature names
+    const bool has = KVH_HAS_FIELD(&a, kvh_attention_args, alibi_slopes);
+    kw["sliding_window"] = has ? a.sliding_window : 0;
+    kw["softcap"] = has ? double(a.softcap) : 0.0;
+    kw["head_offset"] = has ? a.head_offset : 0;
+    kw["sinks"] = has && a.sinks.data ? capsule(a.sinks, b) : py::none();
+    kw["alibi_slopes"] = has && a.alibi_slopes.data ? capsule(a.alibi_slopes, b) : py::none();
+  }
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
   return kw;
 }
@@ -235,7 +247,8 @@ int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
     return KVH_RAISED;
   }
   return guarded(k, [&] {
-    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true), reinterpret_cast<uintptr_t>(stream));
+    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true, k->caps.modifiers != 0),
+                           reinterpret_cast<uintptr_t>(stream));
   });
 }
 
@@ -247,7 +260,7 @@ int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
   *bytes = 0;
   k->pending.clear();
   const int rc = guarded(k, [&]() -> py::object {
-    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false));
+    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false, k->caps.modifiers != 0));
     if (py::isinstance<py::int_>(r)) {
       const long long n = r.cast<long long>();
       if (n < 0) return py::str("workspace_bytes returned a negative size " + std::to_string(n));
@@ -301,6 +314,7 @@ void describe(Bridge& b, const py::list& kernels) {
     k->caps.num_block_sizes = int32_t(k->block_sizes.size());
     k->caps.dtypes = d["dtypes_mask"].cast<uint32_t>();
     k->caps.max_gqa_ratio = d["max_gqa_ratio"].cast<int32_t>();
+    k->caps.modifiers = d.contains("modifiers_mask") ? d["modifiers_mask"].cast<uint32_t>() : 0u;
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
     desc.name = k->name.c_str();

@@ -28,6 +28,8 @@ __all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES"]
 CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
 #: K/V/query dtype names -> kvh_dtype.
 DTYPES = {"fp16": 1, "bf16": 2}
+#: Score modifiers a reader may declare (kvh_modifier bits of provider.h).
+MODIFIERS = {"sliding_window": 1, "sinks": 2, "softcap": 4, "alibi": 8}
 
 ROLE_WRITER, ROLE_READER = 1, 2
 
@@ -47,6 +49,7 @@ class Kernel:
     head_sizes: Optional[Sequence[int]] = None  # None: any multiple of 8 up to 256
     block_sizes: Optional[Sequence[int]] = None  # None: any
     max_gqa_ratio: int = 0  # 0: any
+    modifiers: Sequence[str] = ()  # score modifiers the reader applies (MODIFIERS keys)
     workspace_bytes: Optional[Callable[..., int]] = None
 
 
@@ -77,6 +80,9 @@ def _register(fn, **fields):
         raise ValueError(f"kernel {name!r}: dtypes {tuple(fields['dtypes'])!r}; expected a non-empty subset of {sorted(DTYPES)}")
     if not callable(fn):
         raise TypeError(f"kernel {name!r}: the decorated object is not callable")
+    bad = [m for m in fields.get("modifiers", ()) if m not in MODIFIERS]
+    if bad or isinstance(fields.get("modifiers", ()), str):
+        raise ValueError(f"kernel {name!r}: modifiers {fields.get('modifiers')!r}; expected a sequence of {sorted(MODIFIERS)}")
     if int(fields.get("max_gqa_ratio", 0)) < 0:
         raise ValueError(f"kernel {name!r}: max_gqa_ratio must be >= 0")
     fields["head_sizes"] = _int_tuple(fields.get("head_sizes"), "head_sizes", name)
@@ -111,7 +117,8 @@ def writer(name: str, cache_format: str, fixture: bool = False, description: str
 
 def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
-           description: str = "", workspace_bytes: Optional[Callable[..., int]] = None):
+           description: str = "", workspace_bytes: Optional[Callable[..., int]] = None,
+           modifiers: Sequence[str] = ()):
     """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
     context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace),
     plus cache_block_size in kernel_pages cases only.
@@ -127,6 +134,13 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     when a router picked the kernel. workspace_bytes, when given, is called with
     the same keyword arguments minus out and workspace and returns the bytes
     of device workspace the kernel needs (passed as `workspace`, a uint8 tensor).
+    modifiers: the score modifiers the reader applies, a subset of "sliding_window",
+    "sinks", "softcap", "alibi" (provider.h gives their exact semantics); a case
+    using another one is UNSUPPORTED (misroute when routed). The reader receives
+    sliding_window (int, 0 = off), softcap (float, 0 = off), head_offset (int),
+    sinks and alibi_slopes (float32 [num_heads] tensors, or None = off) when it
+    declares any modifier and its signature names them (a keyword a signature
+    lacks is never passed; a reader that declares none never gets them).
     """
     def deco(fn):
         if workspace_bytes is not None and not callable(workspace_bytes):
@@ -134,5 +148,5 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
         return _register(fn, name=name, role=ROLE_READER, cache_format=cache_format, fixture=bool(fixture),
                          description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
                          block_sizes=block_sizes, max_gqa_ratio=int(max_gqa_ratio),
-                         workspace_bytes=workspace_bytes)
+                         workspace_bytes=workspace_bytes, modifiers=tuple(modifiers))
     return deco

@@ -125,7 +125,8 @@ class Handle:
                  head_sizes=list(k.head_sizes) if k.head_sizes else None,
                  block_sizes=list(k.block_sizes) if k.block_sizes else None,
                  dtypes_mask=sum(1 << kvharness.DTYPES[d] for d in k.dtypes),
-                 max_gqa_ratio=k.max_gqa_ratio, has_workspace=k.workspace_bytes is not None)
+                 max_gqa_ratio=k.max_gqa_ratio, has_workspace=k.workspace_bytes is not None,
+                 modifiers_mask=sum(kvharness.MODIFIERS[m] for m in k.modifiers))
             for k in kernels]
 
     def _tensors(self, kwargs, accepts):

@@ -55,6 +55,30 @@ class Decorators(unittest.TestCase):
             self.assertIn(text, str(e.exception))
         with self.assertRaises(ValueError):
             kvharness.reader("t_bad", cache_format="pa_v1", max_gqa_ratio=-1)(lambda **kw: None)
+        for bad in (("window",), "sinks"):  # an unknown name; a string is not a sequence of names
+            with self.assertRaises(ValueError) as e:
+                kvharness.reader("t_bad", cache_format="pa_v1", modifiers=bad)(lambda **kw: None)
+            self.assertIn("modifiers", str(e.exception))
+
+
+class Modifiers(unittest.TestCase):
+    def test_declared_modifiers_reach_the_bridge_as_kvh_modifier_bits(self):
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "kvh_tmp_modifiers.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent("""
+                import kvharness
+                @kvharness.reader("t_mods", cache_format="shuffle", modifiers=("sinks", "alibi"))
+                def r(out, sinks, alibi_slopes, head_offset, **kw):
+                    pass
+                @kvharness.reader("t_plain", cache_format="shuffle")
+                def p(out, **kw):
+                    pass
+            """))
+        h, err = _bridge.load(path, _bridge.DEVICE_CPU, 0)
+        self.assertIsNone(err)
+        masks = {k["name"]: k["modifiers_mask"] for k in h.kernels}
+        self.assertEqual(masks, {"t_mods": 2 | 8, "t_plain": 0})  # provider.h: KVH_MOD_SINKS 2, KVH_MOD_ALIBI 8
 
 
 class Bridge(unittest.TestCase):

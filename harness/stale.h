@@ -1,0 +1,30 @@
+// What a decode case's cache holds where the case writes nothing (issue 11):
+// the `stale` axis's bit patterns, and the pages that block-table padding ids
+// point at. One place keyed by the cache dtype, so a new cache format adds
+// its patterns here and nowhere else.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "case.h"
+
+namespace kvh {
+
+/// The bit pattern every unwritten slot of the K cache (is_value false) or of
+/// the V cache holds under `s`, for cache dtype `cache_dtype`; nullopt for
+/// Stale::Random (finite old tokens from the counter streams instead).
+///   fp16: NaN 0x7F11, +Inf 0x7C00 (K), -Inf 0xFC00 (V)
+///   bf16: NaN 0x7FE1, +Inf 0x7F80 (K), -Inf 0xFF80 (V)
+/// The NaNs are quiet with a payload distinct from the output poison of
+/// attention_case.cpp (0x7E5A, 0x7FDA), so a reader that copies a stale value
+/// into `out` is not mistaken for one that left `out` unwritten. Formats without
+/// Inf (fp8 e4m3fn: NaN 0x7F; e4m3fnuz: NaN 0x80) use their NaN for Stale::Inf.
+std::optional<uint16_t> stale_bits(Stale s, DType cache_dtype, bool is_value);
+
+/// What the pages of out-of-range block ids hold (the ids block-table padding
+/// uses, attention_case.cpp): the dtype's stale NaN in both caches, so that a
+/// reader that lets a padding page into its arithmetic, even multiplied by
+/// zero, writes NaN.
+uint16_t padding_page_bits(DType cache_dtype);
+
+}  // namespace kvh
