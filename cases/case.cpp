@@ -25,6 +25,34 @@ const char* to_string(ValueDist v) {
   return "?";
 }
 
+const char* to_string(KvScales s) {
+  switch (s) {
+    case KvScales::None: return "none";
+    case KvScales::Tensor: return "tensor";
+    case KvScales::Head: return "head";
+    case KvScales::Block: return "block";
+    case KvScales::Token: return "token";
+  }
+  return "?";
+}
+
+std::optional<KvScales> parse_kv_scales(const std::string& s) {
+  for (auto v : {KvScales::None, KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+const char* to_string(KvCacheDType d) {
+  switch (d) {
+    case KvCacheDType::Same: return "same";
+    case KvCacheDType::Fp8E4m3fn: return "fp8_e4m3fn";
+    case KvCacheDType::Fp8E4m3fnuz: return "fp8_e4m3fnuz";
+  }
+  return "?";
+}
+
+std::string Case::kv_cache_dtype_name() const { return fp8_cache() ? to_string(kv_cache_dtype) : to_string(dtype); }
+
 std::optional<ValueDist> parse_value_dist(const std::string& s) {
   for (auto v : {ValueDist::Normal, ValueDist::Sink, ValueDist::Large})
     if (s == to_string(v)) return v;
@@ -96,6 +124,8 @@ std::string Case::id() const {
   if (stale != Stale::Random) vals += fmt::format("/stale={}", to_string(stale));
   if (block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(block_table_padding);
   if (min_block_id != 1) vals += fmt::format("/minblock={}", min_block_id);
+  if (fp8_cache()) vals += fmt::format("/kv={}", to_string(kv_cache_dtype));
+  if (kv_scales != KvScales::None) vals += fmt::format("/scales={}", to_string(kv_scales));
   std::string mods;
   if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);
   if (sinks) mods += "/sinks";

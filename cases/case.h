@@ -16,6 +16,13 @@ enum class DType { F16, BF16 };
 /// Sink, attention-sink tokens whose logits exceed every other by more than 100;
 /// Large, K and V near the dtype's largest finite value.
 enum class ValueDist { Normal, Sink, Large };
+/// The KV cache's element type: the K/V dtype itself (16-bit), or an fp8
+/// format that writers quantize to and readers dequantize from (provider.h).
+enum class KvCacheDType { Same, Fp8E4m3fn, Fp8E4m3fnuz };
+/// Granularity of the fp8 dequant scales (provider.h kvh_scale_granularity):
+/// none, tensor [1], head [num_kv_heads], block [num_blocks, num_kv_heads],
+/// token [num_blocks, num_kv_heads, block_size].
+enum class KvScales { None, Tensor, Head, Block, Token };
 /// What a decode case's cache holds in every slot the case does not write
 /// (issue 11): the unused tail slots of each sequence's last block, the null
 /// block and the spare blocks nobody owns. Random: finite old tokens (counter
@@ -32,6 +39,11 @@ const char* to_string(Stale s);
 std::optional<Stale> parse_stale(const std::string& s);
 /// "normal" | "sink" | "large" -> the distribution; nullopt for another name.
 std::optional<ValueDist> parse_value_dist(const std::string& s);
+/// "none" | "tensor" | "head" | "block" | "token".
+const char* to_string(KvScales s);
+std::optional<KvScales> parse_kv_scales(const std::string& s);
+/// "fp8_e4m3fn" | "fp8_e4m3fnuz" (Same has no name of its own: see kv_cache_dtype_name).
+const char* to_string(KvCacheDType d);
 
 /// A case as the generator expands it. Head counts are per rank.
 struct Case {
@@ -59,6 +71,8 @@ struct Case {
   std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
                                                      // when set, min/max are its extremes and nothing is drawn
   ValueDist values = ValueDist::Normal;  // attention/pipeline: how Q, K, V are distributed
+  KvCacheDType kv_cache_dtype = KvCacheDType::Same;  // the cache's element type
+  KvScales kv_scales = KvScales::None;               // fp8 caches: the scales' granularity
   // Score modifiers and split control (attention/pipeline; kvharness/provider.h), each off by default:
   int64_t sliding_window = 0;     // left window in tokens, the query's own included; 0 = off
   bool sinks = false;             // per-head attention-sink logits (drawn from `seed`, per global head)
@@ -87,10 +101,16 @@ struct Case {
   /// "degenerate_strides-s0".
   /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
   /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
+  /// An fp8 cache adds "kv=FMT/" and non-none scales "scales=G/" after the values part (ids of
+  /// 16-bit cases stay).
   /// Modifiers and split control append, only when not default and in this order, before the
   /// seed: "/winN" (sliding_window), "/sinks", "/capX" (softcap), "/alibi", "/rankR" (tp_rank),
   /// "/psP" (partition_size).
   std::string id() const;
+  /// The cache's element type as results.json names it: fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz.
+  std::string kv_cache_dtype_name() const;
+  /// Whether the cache holds fp8 codes (one byte an element, x = 16).
+  bool fp8_cache() const { return kv_cache_dtype != KvCacheDType::Same; }
   /// Row name in the matrix: variant_name if given, else the kernels.
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.

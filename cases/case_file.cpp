@@ -183,7 +183,7 @@ void add_case(const Ctx& c, const toml::table& t, std::vector<Case>& out, Case&&
 // The axes every table has: models at tp, head sizes, layouts, block sizes,
 // dtypes, seeds. Calls emit(base) for each combination, outermost first.
 struct CommonAxes {
-  std::vector<std::string> models, layouts, dtypes;
+  std::vector<std::string> models, layouts, dtypes, kv_cache_dtypes, kv_scales;
   std::vector<int64_t> head_sizes, block_sizes;
   int tp = 1;
   int64_t padded = 0;
@@ -221,6 +221,23 @@ CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::s
   if (!degenerate && !a.degenerate_strides.empty())
     c.fail(*t.get("degenerate_strides"), "degenerate_strides", "applies to the degenerate_strides layout only");
   if (a.degenerate_strides.empty()) a.degenerate_strides = {0, 1, kDegenerateLargeStride};
+  // The cache's element type (default: the K/V dtype) and the fp8 scales' granularity (default none).
+  // fp16/bf16 name the 16-bit cache of cases of that dtype; scales apply to fp8 caches only.
+  a.kv_cache_dtypes = strings(c, t, "kv_cache_dtype", false, {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"});
+  a.kv_scales = strings(c, t, "kv_scales", false, {"none", "tensor", "head", "block", "token"});
+  const bool any_fp8 = std::any_of(a.kv_cache_dtypes.begin(), a.kv_cache_dtypes.end(),
+                                   [](const std::string& d) { return d.rfind("fp8_", 0) == 0; });
+  if (!any_fp8 && std::any_of(a.kv_scales.begin(), a.kv_scales.end(), [](const std::string& g) { return g != "none"; }))
+    c.fail(*t.get("kv_scales"), "kv_scales",
+           "scales (tensor, head, block, token) need an fp8 cache: add kv_cache_dtype = [\"fp8_e4m3fn\"] or "
+           "[\"fp8_e4m3fnuz\"]");
+  if (!a.kv_cache_dtypes.empty() && !any_fp8)
+    for (const auto& d : a.kv_cache_dtypes)
+      if (std::find(a.dtypes.begin(), a.dtypes.end(), d) == a.dtypes.end())
+        c.fail(*t.get("kv_cache_dtype"), "kv_cache_dtype",
+               fmt::format("a 16-bit cache holds the K/V dtype; '{}' is not among dtypes", d));
+  if (a.kv_cache_dtypes.empty()) a.kv_cache_dtypes = {"same"};
+  if (a.kv_scales.empty()) a.kv_scales = {"none"};
   return a;
 }
 
@@ -244,7 +261,12 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
     for (int64_t hd : hs)
       for (const auto& layout : a.layouts)
         for (int64_t bs : a.block_sizes)
-          for (const auto& dt : a.dtypes) {
+          for (const auto& dt : a.dtypes)
+            for (const auto& kvd : a.kv_cache_dtypes)
+              for (const auto& sc : a.kv_scales) {
+            // A 16-bit entry applies to cases of its own dtype, scales to fp8 caches only.
+            const bool fp8 = kvd.rfind("fp8_", 0) == 0;
+            if ((!fp8 && kvd != "same" && kvd != dt) || (!fp8 && sc != "none")) continue;
             Case k;
             k.kind = kind;
             k.model = m.name;
@@ -258,6 +280,10 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
             k.padded_page_bytes = a.padded;
             if (k.layout == Scheme::KernelPages) k.kernel_block_size = a.kernel_block_size;
             k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
+            k.kv_cache_dtype = kvd == "fp8_e4m3fn"     ? KvCacheDType::Fp8E4m3fn
+                               : kvd == "fp8_e4m3fnuz" ? KvCacheDType::Fp8E4m3fnuz
+                                                       : KvCacheDType::Same;
+            k.kv_scales = *parse_kv_scales(sc);
             k.source = where;
             if (k.layout != Scheme::DegenerateStrides) {
               emit(k);
@@ -275,7 +301,8 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
                   const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   only_keys(c, t, "write",
             {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
-             "padded_page_bytes", "expected_failure", "kernel_block_size", "degenerate_strides"});
+             "padded_page_bytes", "expected_failure", "kernel_block_size", "degenerate_strides", "kv_cache_dtype",
+             "kv_scales"});
   const std::pair<std::string, std::string> scope{fmt::format("{}:{}", c.file, t.source().begin.line), ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
@@ -494,7 +521,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
              "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries",
              "kernel_block_size", "degenerate_strides", "sliding_window", "sinks", "softcap", "alibi", "tp_rank",
-             "partition_size", "stale", "block_table_padding", "min_block_id"});
+             "partition_size", "stale", "block_table_padding", "min_block_id", "kv_cache_dtype", "kv_scales"});
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));

@@ -379,3 +379,64 @@ writers = ["reshape_and_cache"]
 
 }  // namespace
 }  // namespace kvh
+
+namespace kvh {
+namespace {
+
+const char* kFp8 = R"(
+seeds = [1]
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+num_tokens = [4]
+block_sizes = [16]
+dtypes = ["fp16", "bf16"]
+kv_cache_dtype = ["fp16", "fp8_e4m3fn", "fp8_e4m3fnuz"]
+kv_scales = ["none", "token"]
+writers = ["reshape_and_cache"]
+)";
+
+// kv_cache_dtype x kv_scales: a 16-bit entry applies to its own dtype and takes no scales; ids of
+// 16-bit cases are unchanged, fp8 ones get /kv=FMT and non-none scales /scales=G.
+TEST(CaseFile, Fp8CacheAxesExpandAndSuffixIdsOnlyWhenNotDefault) {
+  const auto cases = parse_case_text(kFp8, "fp8.toml");
+  // fp16: 1 (16-bit, none) + 2 formats x 2 scales; bf16: the 2 x 2 fp8 ones only.
+  ASSERT_EQ(cases.size(), 5u + 4u);
+  EXPECT_EQ(cases[0].kv_cache_dtype, KvCacheDType::Same);
+  EXPECT_EQ(cases[0].kv_cache_dtype_name(), "fp16");
+  EXPECT_EQ(cases[0].id(), "write/Qwen3-235B-A22B/tp8/hd128/kv_first/bs16/fp16/n4/reshape_and_cache/s1");
+  EXPECT_EQ(cases[1].kv_cache_dtype, KvCacheDType::Fp8E4m3fn);
+  EXPECT_EQ(cases[1].kv_scales, KvScales::None);
+  EXPECT_EQ(cases[1].id(), "write/Qwen3-235B-A22B/tp8/hd128/kv_first/bs16/fp16/n4/reshape_and_cache/kv=fp8_e4m3fn/s1");
+  EXPECT_EQ(cases[4].id(),
+            "write/Qwen3-235B-A22B/tp8/hd128/kv_first/bs16/fp16/n4/reshape_and_cache/kv=fp8_e4m3fnuz/scales=token/s1");
+  EXPECT_EQ(cases[5].dtype, DType::BF16);
+  EXPECT_TRUE(cases[5].fp8_cache());
+  // Without the axes: 16-bit caches, no scales.
+  const auto plain = parse_case_text(kGood, "good.toml");
+  for (const Case& c : plain) {
+    EXPECT_FALSE(c.fp8_cache());
+    EXPECT_EQ(c.kv_scales, KvScales::None);
+  }
+}
+
+TEST(CaseFile, BadFp8AxesNameFileLineFieldAndWhatWasExpected) {
+  const std::string head = "[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                           "num_tokens = [4]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\nwriters = [\"w\"]\n";
+  testing::expect_error(head + "kv_cache_dtype = [\"fp8_e5m2\"]\n",
+                        "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8_e5m2'; expected one of fp16, bf16, "
+                        "fp8_e4m3fn, fp8_e4m3fnuz");
+  testing::expect_error(head + "kv_cache_dtype = [\"fp8_e4m3fn\"]\nkv_scales = [\"channel\"]\n",
+                        "bad.toml:10: field 'kv_scales': unknown value 'channel'; expected one of none, tensor, head, "
+                        "block, token");
+  testing::expect_error(head + "kv_scales = [\"head\"]\n", "bad.toml:9: field 'kv_scales': scales (tensor, head, "
+                                                           "block, token) need an fp8 cache");
+  testing::expect_error(head + "kv_cache_dtype = [\"fp16\"]\n",
+                        "bad.toml:9: field 'kv_cache_dtype': a 16-bit cache holds the K/V dtype; 'fp16' is not among dtypes");
+  testing::expect_error(head + "kv_cache_dtype = \"fp8_e4m3fn\"\n",
+                        "bad.toml:9: field 'kv_cache_dtype': expected a non-empty array of strings, got a string");
+}
+
+}  // namespace
+}  // namespace kvh

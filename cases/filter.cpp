@@ -15,7 +15,7 @@ const std::vector<std::string>& Filter::keys() {
                                           "writer",    "variant",    "seed",  "shuffle",
                                           "reader",    "router_policy", "target",  "values",
                                           "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size",
-                                          "stale",     "block_table_padding"};
+                                          "stale",     "block_table_padding", "kv_cache_dtype", "kv_scales"};
   return k;
 }
 
@@ -39,6 +39,8 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "router_policy") return c.router_policy;
   if (key == "target") return c.target;
   if (key == "values") return to_string(c.values);
+  if (key == "kv_cache_dtype") return c.kv_cache_dtype_name();
+  if (key == "kv_scales") return to_string(c.kv_scales);
   if (key == "sliding_window") return std::to_string(c.sliding_window);
   if (key == "sinks") return c.sinks ? "1" : "0";  // as compare reads a results.json boolean
   if (key == "softcap") return json_double(c.softcap);
@@ -61,6 +63,8 @@ std::vector<std::string> known_values(const std::string& key) {
   if (key == "dtype") return {"fp16", "bf16"};
   if (key == "shuffle") return {"0", "1"};
   if (key == "values") return {"normal", "sink", "large"};
+  if (key == "kv_cache_dtype") return {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"};
+  if (key == "kv_scales") return {"none", "tensor", "head", "block", "token"};
   if (key == "sinks" || key == "alibi") return {"0", "1"};
   if (key == "stale") return {"random", "nan", "inf"};
   return {};

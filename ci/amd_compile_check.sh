@@ -29,7 +29,11 @@ kvh_amd_toolchain_present() {
     command -v python3 >/dev/null 2>&1 && command -v c++filt >/dev/null 2>&1 &&
     [ -f /usr/include/hip/hip_runtime.h ] &&
     [ -f /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc ] &&
-    [ -f /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/oclc_isa_version_940.bc ]
+    [ -f /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/oclc_isa_version_940.bc ] &&
+    [ -x /usr/lib/llvm-19/bin/ld.lld ] && [ -x /usr/lib/llvm-19/bin/llvm-as ] &&
+    [ -x /usr/lib/llvm-19/bin/clang-offload-bundler ] &&
+    [ -f /usr/lib/x86_64-linux-gnu/cmake/amd_comgr/amd_comgr-config.cmake ] &&
+    ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.builtins-x86_64.a >/dev/null 2>&1
 }
 
 # Installs what the check needs, idempotently (Debian bookworm packages):
@@ -38,6 +42,10 @@ kvh_amd_toolchain_present() {
 #   rocm-device-libs ocml/ockl/oclc_* bitcode, gfx90a and gfx940 included (not gfx942)
 #   clang-19         the gfx942-capable compiler
 #   python3, binutils (c++filt) for the report
+# and for the rocm preset's build (cmake/rocm_backend.cmake, ci/rocm_build_test.sh):
+#   lld-19, llvm-19 (llvm-dis/llvm-as), clang-tools-19 (clang-offload-bundler),
+#   libclang-rt-19-dev (clang_rt.builtins, which hip-lang links), libamdhip64-dev,
+#   libamd-comgr-dev, libhsa-runtime-dev (hip-lang's CMake dependencies)
 kvh_install_amd_toolchain() {
   if kvh_amd_toolchain_present; then return 0; fi
   echo "amd_compile_check: installing hipcc, rocm-device-libs, clang-19 (Debian packages)" >&2
@@ -45,7 +53,8 @@ kvh_install_amd_toolchain() {
   local sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
   $sudo apt-get update -qq >/dev/null || return 1
-  $sudo apt-get install -y -qq --no-install-recommends hipcc rocm-device-libs clang-19 python3 binutils >/dev/null ||
+  $sudo apt-get install -y -qq --no-install-recommends hipcc rocm-device-libs clang-19 python3 binutils \
+    lld-19 llvm-19 clang-tools-19 libclang-rt-19-dev libamdhip64-dev libamd-comgr-dev libhsa-runtime-dev >/dev/null ||
     return 1
   kvh_amd_toolchain_present
 }

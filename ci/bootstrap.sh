@@ -33,8 +33,27 @@ else
   echo "bootstrap: all packages present"
 fi
 
-# With --with-amd (the test suite): the AMD compile check's toolchain (Debian
-# hipcc 5.2 with clang 15, ROCm device libraries, clang-19 for gfx942).
+# The CI tooling of the test suite: headless Chromium (ci/nightly_test.sh opens
+# the nightly page), Node.js and npm (the workflow linter, ci/tools/package.json,
+# installed from the npm registry at the versions of ci/tools/package-lock.json).
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+tools=()
+command -v chromium >/dev/null 2>&1 || tools+=(chromium fonts-dejavu-core)
+command -v npm >/dev/null 2>&1 || tools+=(nodejs npm)
+if ((${#tools[@]})); then
+  echo "bootstrap: installing ${tools[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${tools[@]}"
+fi
+if [ ! -x "$(dirname "$0")/tools/node_modules/.bin/action-validator" ]; then
+  echo "bootstrap: npm ci in ci/tools (the workflow linter)"
+  npm ci --prefix "$(dirname "$0")/tools" --no-audit --no-fund --loglevel=error
+fi
+
+# With --with-amd (the test suite): the AMD compile check's and the rocm
+# preset's toolchain (Debian hipcc 5.2 with clang 15, the HIP 5.2 runtime,
+# ROCm device libraries, clang/lld/llvm 19 for gfx942).
 for flag in "$@"; do
   case "$flag" in
     --with-amd) bash "$(dirname "$0")/amd_compile_check.sh" --install-only ;;

@@ -20,6 +20,7 @@
 #include "counter_rng.h"
 #include "device_cache.h"
 #include "device.h"
+#include "kv_scales.h"
 #include "parallel.h"
 #include "router.h"
 #include "stale.h"
@@ -132,10 +133,23 @@ ModifierValues modifier_values(const Case& c) {
 
 // Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
 // (tokens sequence by sequence). One sequence at a time on each core: only
-// that sequence's K and V are ever widened to float64.
+// that sequence's K and V are ever widened to float64. An fp8 cache (scales
+// set): each K/V element is what the cache holds, dequantized: the reference
+// codec's fp8_decode(fp8_encode(float(x) / scale)) * scale, with the scale of
+// the token's slot (physical block, kv head, token-in-block).
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
                                    const uint16_t* v, double scale, const ModifierValues& mods,
-                                   const std::atomic<bool>& cancel) {
+                                   const std::atomic<bool>& cancel,
+                                   const KvScaleTensors* fp8 = nullptr) {
+  const std::optional<reference::Fp8Format> f8 = fp8_format(c);
+  auto cached = [&](uint16_t bits, bool is_value, int64_t token, int64_t j) {
+    const double x = decode16(c.dtype, bits);
+    if (!f8 || !fp8) return x;
+    const int64_t slot = s.slots[size_t(token)], blk = slot / c.block_size, tok = slot % c.block_size;
+    const int64_t head = j / c.head_size;
+    const float sc = is_value ? fp8->v_at(blk, head, tok) : fp8->k_at(blk, head, tok);
+    return reference::fp8_decode(reference::fp8_encode(double(float(x) / sc), *f8), *f8) * double(sc);
+  };
   const int64_t qw = c.num_heads * c.head_size, kw = c.num_kv_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
@@ -157,8 +171,8 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
       reference::RowMatrix K(n, kw), V(n, kw);
       for (int64_t t = 0; t < n; ++t)
         for (int64_t j = 0; j < kw; ++j) {
-          K(t, j) = decode16(c.dtype, k[size_t((tok0 + t) * kw + j)]);
-          V(t, j) = decode16(c.dtype, v[size_t((tok0 + t) * kw + j)]);
+          K(t, j) = cached(k[size_t((tok0 + t) * kw + j)], false, tok0 + t, j);
+          V(t, j) = cached(v[size_t((tok0 + t) * kw + j)], true, tok0 + t, j);
         }
       in.keys.push_back(std::move(K));
       in.values.push_back(std::move(V));
@@ -270,7 +284,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       in.num_seqs = c.batch_size;
       in.num_heads = c.num_heads;
       in.head_size = c.head_size;
-      in.cache_dtype = c.dtype == DType::F16 ? routing::CacheDtype::fp16 : routing::CacheDtype::bf16;
+      in.cache_dtype = c.fp8_cache()              ? routing::CacheDtype::fp8
+                       : c.dtype == DType::F16 ? routing::CacheDtype::fp16
+                                               : routing::CacheDtype::bf16;
       in.high_precision = c.high_precision;
       in.compute_units = target_compute_units(c.target);
       const routing::RouteDecision d = routing::route(c.router_policy, in);
@@ -326,6 +342,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     }
   }
 
+  if (c.fp8_cache() && c.stale != Stale::Random)
+    return unsupported("stale patterns (nan, inf) for fp8 caches are not implemented; use stale = random");
   // 3. The sequences and the layout.
   std::mt19937_64 rng(r.data_seed);
   const Sequences s = make_sequences(c, rng);  // block tables and slots in the cache manager's blocks
@@ -357,6 +375,15 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       std::max<int64_t>({64 * 1024, 4 * L.block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * L.block_stride});
   const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size, T = s.total_tokens, NKV = c.num_kv_heads;
   const double scale = 1.0 / std::sqrt(double(HD));
+  // fp8 caches: the dequant scales (a small guarded device buffer; host copies for the reference).
+  std::optional<KvScaleTensors> kv_scales;
+  try {
+    kv_scales.emplace(c, s.num_blocks, r.data_seed);
+  } catch (const device::AllocError& e) {
+    add_cause(r.v, component::kHarness, reason::kHarnessError, e.what(), true);
+    return r;
+  }
+  const KvScaleTensors* fp8 = c.fp8_cache() ? &*kv_scales : nullptr;
 
   // 4. The reference, on the host's cores while the device works: it makes its own copies
   // of the logical inputs from the same counter-based streams the device fills its
@@ -376,13 +403,13 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
   std::future<void> ref_done = run_async([&, seed = r.data_seed] {
     if (shaped) {
-      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, mods, cancel);
+      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, mods, cancel, fp8);
       return;
     }
     const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
     const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
     const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
-    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, mods, cancel);
+    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, mods, cancel, fp8);
   });
   struct Join {  // every return waits for it (it reads this frame's locals), cutting it short
     std::future<void>& f;
@@ -403,8 +430,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   try {
     // 5. The cache and the input buffers, made on the device.
     enter_phase(Phase::AllocFill);
-    DeviceArena cache(L.storage_elems, margin), snapshot(L.storage_elems, margin);
-    cache.fill_cache(L, c.dtype, r.data_seed, c.stale);
+    DeviceArena cache(L.storage_elems, margin, L.geo.elem_bytes), snapshot(L.storage_elems, margin, L.geo.elem_bytes);
+    cache.fill_cache(L, c.dtype, r.data_seed, c.stale, c.kv_cache_dtype);
     device::settle();
     enter_phase(Phase::Inputs);
     // The query is a view into a fused QKV buffer of the decode step (one token a sequence);
@@ -432,18 +459,26 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     d_cl.upload(cl.bytes().data(), cl.bytes().size());
     if (!s.slots.empty()) d_slots.upload(s.slots.data(), s.slots.size() * 8);
     const auto* slots = static_cast<const int64_t*>(d_slots.get());
+    // The reference writer: a 16-bit cache's bits, or the reference codec's fp8 codes.
+    auto reference_write = [&](DeviceArena& into) {
+      if (fp8)
+        reference_write_fp8_into(into, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T, fp8->write_scales(c));
+      else
+        reference_write_into(into, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T);
+    };
 
     bool writer_failed = false;
     if (wr) {  // pipeline: the writer under test writes every context token, and is judged first
       enter_phase(Phase::AllocFill);
       snapshot.copy_from(cache);  // the reference writer's starting point
       enter_phase(Phase::Reference);
-      reference_write_into(snapshot, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T);
+      reference_write(snapshot);
       device::settle();  // the harness's device work is done: an error from here on is the writer's
       on_device = component::kWriter;
       note_running_component(on_device);
       enter_phase(Phase::Launch);
-      const int rc = launch_writer(*wr, L, cache.storage(), hist.views, hist.buf.get(), d_slots.get(), T, c.dtype);
+      const int rc = launch_writer(*wr, L, cache.storage(), hist.views, hist.buf.get(), d_slots.get(), T, c.dtype,
+                                   cache_kvh_dtype(c), fp8);
       if (rc != 0) {
         const LaunchFailure f = launch_failure(*wr, rc);
         add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
@@ -454,7 +489,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       on_device = component::kHarness;
       note_running_component(on_device);
       enter_phase(Phase::Check);
-      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache, c.stale);
+      const Verdict wv = check_writer_on_device(L, c.dtype, r.data_seed, snapshot, cache, c.stale, c.kv_cache_dtype);
       for (auto& cause : wv.causes) {
         writer_failed = true;
         add_cause(r.v, cause.component.c_str(), cause.reason.c_str(), "writer: " + cause.detail, cause.crash);
@@ -464,7 +499,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       enter_phase(Phase::Check);
       if (writer_failed) snapshot.copy_from(cache);
     } else {  // attention: the reference writer puts the context into the cache
-      reference_write_into(cache, L, hist.buf.get(), hist.views.k, hist.views.v, slots, T);
+      reference_write(cache);
       enter_phase(Phase::AllocFill);
       snapshot.copy_from(cache);
     }
@@ -477,6 +512,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     enter_phase(Phase::AllocFill);
     const int64_t past = std::max<int64_t>(c.block_table_padding, 0) + 1;
     for (DeviceArena* arena : {&cache, &snapshot}) {
+      if (c.fp8_cache()) break;  // 16-bit NaN pages; an fp8 cache's padding pages keep the sentinel bytes
       arena->fill_pages(L, -1, 1, padding_page_bits(c.dtype));
       arena->fill_pages(L, num_pages, past, padding_page_bits(c.dtype));
     }
@@ -485,15 +521,20 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     const kvh_dtype dt = to_kvh(c.dtype);
     a.out = to_tensor(StridedView{{S, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d_out.get()) + 4096, 2, dt);
     a.query = to_tensor(kernel_view(step.views.q, L), step.buf.get(), 2, dt);
-    a.key_cache = to_tensor(L.key, cache.storage(), 2, dt);
-    a.value_cache = to_tensor(L.value, cache.storage(), 2, dt);
+    a.key_cache = to_tensor(L.key, cache.storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
+    a.value_cache = to_tensor(L.value, cache.storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
     a.block_tables = contiguous_tensor(static_cast<uint8_t*>(d_bt.get()) + kSmallMargin, {S, max_pages}, KVH_DT_I32);
     a.context_lens = contiguous_tensor(static_cast<uint8_t*>(d_cl.get()) + kSmallMargin, {S}, KVH_DT_I32);
     a.block_size = page;
     a.cache_block_size = pages_per_block > 1 ? c.block_size : 0;
     a.max_context_len = *std::max_element(s.context_lens.begin(), s.context_lens.end());
     a.scale = float(scale);
-    a.k_scale = a.v_scale = 1.f;
+    a.k_scale = a.v_scale = 1.f;  // an fp8 cache without scale tensors: the scale is 1
+    if (fp8) {
+      a.kv_scales = fp8->granularity();
+      a.k_scales = fp8->k_tensor();
+      a.v_scales = fp8->v_tensor();
+    }
     a.partition_size = c.partition_size;
     a.sliding_window = int32_t(c.sliding_window);
     a.softcap = float(c.softcap);
@@ -551,7 +592,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     enter_phase(Phase::Check);
     Tolerance tol = attention_tolerance(c.dtype);
     tol.atol *= value_scale(c);  // large values: the tolerance relative to V's magnitude (value_dist.h)
-    int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1;
+    int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1,
+            first_beyond = -1;
     double max_abs = 0, max_rel = 0;
     const uint16_t* o = out_after.storage_as<uint16_t>();
     for (int64_t i = 0; i < S * NH * HD; ++i) {
@@ -565,7 +607,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
         continue;
       }
       const double err = std::fabs(got - want);
-      if (err > tol.atol + tol.rtol * std::fabs(want)) ++beyond;
+      if (err > tol.atol + tol.rtol * std::fabs(want) && beyond++ == 0) first_beyond = i;
       if (err > max_abs || worst < 0) max_abs = err, worst = i;
       max_rel = std::max(max_rel, err / std::max(std::fabs(want), 1e-6));
     }
@@ -610,7 +652,10 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     if (nonfinite)
       add_cause(r.v, component::kReader, reason::kNanOrInf, "first NaN/Inf at " + where(first_nonfinite) + "; " + numbers);
     else if (beyond)
-      add_cause(r.v, component::kReader, reason::kMismatch, numbers);
+      add_cause(r.v, component::kReader, reason::kMismatch,
+                fmt::format("first beyond tolerance at {}: got {:.6g}, want {:.6g}; {}", where(first_beyond),
+                            decode16(c.dtype, o[first_beyond]), ref(first_beyond / (NH * HD), first_beyond % (NH * HD)),
+                            numbers));
     if (!r.v.causes.empty()) return r;
     r.v.detail = worst_text;
     // kernel_us (the reader) and writer_us: after the verdict's launches and downloads. Relaunching
@@ -624,7 +669,8 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       note_running_component(on_device);
       if (wr)
         r.v.writer_us = time_kernel(options.timing, [&] {
-          return launch_writer(*wr, L, cache.storage(), hist.views, hist.buf.get(), d_slots.get(), T, c.dtype);
+          return launch_writer(*wr, L, cache.storage(), hist.views, hist.buf.get(), d_slots.get(), T, c.dtype,
+                                   cache_kvh_dtype(c), fp8);
         }, &r.v.detail);
     }
   } catch (const device::AllocError& e) {

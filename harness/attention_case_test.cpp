@@ -120,6 +120,74 @@ Registry with_planted_readers() {
   return reg;
 }
 
+// fp8 caches (issue 11): the correct readers pass in both formats at every
+// granularity, and each planted scale-indexing bug fails at its granularity
+// (and only there: the bug is what the check sees, not the format).
+TEST(DecodeCase, PlantedFp8ScaleBugsAreCaughtAtTheirGranularity) {
+  Registry reg = with_planted_readers();
+  Case c = decode_case(CaseKind::Attention, 128, 3, Scheme::Interleaved);
+  c.num_heads = 8;
+  c.num_kv_heads = 2;  // group 4: kv * group differs from kv; 2 kv heads x 16 slots swap visibly
+  c.context_len_min = 40;
+  c.context_len_max = 300;
+  const std::pair<const char*, KvScales> planted[] = {{"planted_scale_head_by_query_head", KvScales::Head},
+                                                      {"planted_scale_block_by_logical", KvScales::Block},
+                                                      {"planted_scale_token_swapped", KvScales::Token},
+                                                      {"planted_scale_dropped_on_v", KvScales::Tensor}};
+  for (KvCacheDType kv : {KvCacheDType::Fp8E4m3fn, KvCacheDType::Fp8E4m3fnuz}) {
+    c.kv_cache_dtype = kv;
+    for (const auto& [name, gran] : planted) {
+      c.kv_scales = gran;
+      for (const char* good : {"paged_attention_rocm", "paged_attention_v1"}) {
+        const CaseResult r = run_decode_case(variant(c, "", good, ""), reg, {});
+        EXPECT_EQ(r.v.status, Status::Pass) << good << " " << to_string(gran) << ": " << r.v.detail;
+      }
+      const CaseResult bad = run_decode_case(variant(c, "", name, ""), reg, {});
+      EXPECT_EQ(bad.v.status, Status::Fail) << name << ": " << bad.v.detail;
+      EXPECT_EQ(bad.v.component, "reader") << name;
+      EXPECT_TRUE(bad.v.reason == "mismatch" || bad.v.reason == "nan_or_inf") << name << ": " << bad.v.reason;
+      // At another granularity the same reader is correct.
+      c.kv_scales = gran == KvScales::Token ? KvScales::Head : KvScales::Token;
+      const CaseResult other = run_decode_case(variant(c, "", name, ""), reg, {});
+      EXPECT_EQ(other.v.status, Status::Pass) << name << " at " << to_string(c.kv_scales) << ": " << other.v.detail;
+    }
+  }
+}
+
+// The fixture that decodes e4m3fnuz as e4m3fn fails on fnuz caches, passes on fn ones.
+TEST(DecodeCase, Fp8FnuzReadAsFnFixtureFailsOnFnuzOnly) {
+  Registry reg;
+  Case c = decode_case(CaseKind::Attention, 128, 3, Scheme::KvFirst);
+  c.kv_scales = KvScales::Tensor;
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
+  const CaseResult bad = run_decode_case(variant(c, "", "fixture_fp8_fnuz_read_as_fn", ""), reg, {});
+  EXPECT_EQ(bad.v.status, Status::Fail) << bad.v.detail;
+  EXPECT_NE(bad.v.detail.find("seq "), std::string::npos) << bad.v.detail;  // names the first bad element
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;
+  const CaseResult ok = run_decode_case(variant(c, "", "fixture_fp8_fnuz_read_as_fn", ""), reg, {});
+  EXPECT_EQ(ok.v.status, Status::Pass) << ok.v.detail;
+}
+
+// Pipelines over fp8 caches: the quantizing writers agree with the reference codec byte for
+// byte, and a reader that lacks the cache dtype is UNSUPPORTED when named, misrouted when routed.
+TEST(DecodeCase, Fp8PipelinesPassAndCapabilitiesGate) {
+  Registry reg;
+  Case c = decode_case(CaseKind::Pipeline, 128, 3, Scheme::Padded);
+  c.num_kv_heads = 2;
+  c.num_heads = 8;
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
+  c.kv_scales = KvScales::Token;
+  for (const auto& [w, rd] : {std::pair{"reshape_and_cache", "paged_attention_v1"},
+                              {"reshape_and_cache_shuffle", "paged_attention_rocm"}}) {
+    const CaseResult r = run_decode_case(variant(c, w, rd, ""), reg, {});
+    EXPECT_EQ(r.v.status, Status::Pass) << w << ": " << r.v.detail;
+  }
+  // The fixture writer declares 16-bit caches only.
+  const CaseResult u = run_decode_case(variant(c, "fixture_shuffle_contiguous", "paged_attention_rocm", ""), reg, {});
+  EXPECT_EQ(u.v.status, Status::Unsupported) << u.v.detail;
+  EXPECT_NE(u.v.detail.find("fp8_e4m3fnuz"), std::string::npos) << u.v.detail;
+}
+
 TEST(DecodeCase, PlantedReadersFailTheChecksTheCorrectReaderPasses) {
   Registry reg = with_planted_readers();
   Case c = decode_case(CaseKind::Attention, 128, 4, Scheme::Padded);

@@ -135,7 +135,7 @@ Row measure_writer(const Kernel& w, int64_t T, int64_t H, int64_t D, const Optio
   const auto t = device::time_launches(
       [&] {
         const size_t i = size_t(next++ % r.copies);
-        return launch_writer(w, L, d_cache[i].get(), qkv, d_qkv[i].get(), d_slots.get(), T, DType::BF16);
+        return launch_writer(w, L, d_cache[i].get(), qkv, d_qkv[i].get(), d_slots.get(), T, DType::BF16, KVH_DT_BF16);
       },
       o.warmup, o.reps);
   finish(r, t, copy_gbps);

@@ -1,6 +1,7 @@
 #include "cache_setup.h"
 
 #include "device.h"
+#include "kv_scales.h"
 #include "views.h"
 
 namespace kvh {
@@ -29,12 +30,14 @@ KernelUse kernel_use(const Case& c, int32_t cache_format) {
   u.num_kv_heads = c.num_kv_heads;
   u.dtype = to_kvh(c.dtype);
   u.cache_format = cache_format;
+  u.cache_dtype = cache_kvh_dtype(c);
+  u.kv_scales = to_kvh(c.kv_scales);
   return u;
 }
 
 CacheGeometry case_geometry(const Case& c, int64_t manager_blocks) {
   const int64_t page = c.page_size(), r = c.block_size / page;
-  return CacheGeometry{manager_blocks * r, page, c.num_kv_heads, c.head_size, 8, 2};
+  return CacheGeometry{manager_blocks * r, page, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
 }
 
 StridedView kernel_view(const StridedView& v, const CacheLayout& L) {
@@ -44,11 +47,17 @@ StridedView kernel_view(const StridedView& v, const CacheLayout& L) {
 }
 
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
-                  void* d_slots, int64_t num_tokens, DType dtype) {
+                  void* d_slots, int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
+                  const KvScaleTensors* scales) {
   kvh_write_args a{};
   const kvh_dtype dt = to_kvh(dtype);
-  a.key_cache = to_tensor(L.key, d_storage, 2, dt);
-  a.value_cache = to_tensor(L.value, d_storage, 2, dt);
+  a.key_cache = to_tensor(L.key, d_storage, L.geo.elem_bytes, cache_dtype);
+  a.value_cache = to_tensor(L.value, d_storage, L.geo.elem_bytes, cache_dtype);
+  if (scales) {
+    a.kv_scales = scales->granularity();
+    a.k_scales = scales->k_tensor();
+    a.v_scales = scales->v_tensor();
+  }
   a.key = to_tensor(kernel_view(qkv.k, L), d_qkv, 2, dt);
   a.value = to_tensor(kernel_view(qkv.v, L), d_qkv, 2, dt);
   a.slot_mapping = contiguous_tensor(d_slots, {num_tokens}, KVH_DT_I64);

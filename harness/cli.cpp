@@ -376,10 +376,18 @@ int cli_main(int argc, char** argv) {
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   if (o.case_files.empty()) {
-    // The default job: cases/default.toml here, or in the source tree this binary was built from.
+    // The default job: cases/default.toml here, else the installed one (PREFIX/bin/kvharness ->
+    // PREFIX/share/kvharness/cases, `cmake --install`), else the source tree this binary was built from.
     o.case_files = {"cases/default.toml"};
-    if (!std::ifstream(o.case_files[0]) && std::ifstream(KVH_SOURCE_DIR "/cases/default.toml"))
-      o.case_files = {KVH_SOURCE_DIR "/cases/default.toml"};
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string installed = ec ? "" : (exe.parent_path() / "../share/kvharness/cases/default.toml").lexically_normal().string();
+    if (!std::ifstream(o.case_files[0])) {
+      if (!installed.empty() && std::ifstream(installed))
+        o.case_files = {installed};
+      else if (std::ifstream(KVH_SOURCE_DIR "/cases/default.toml"))
+        o.case_files = {KVH_SOURCE_DIR "/cases/default.toml"};
+    }
   }
 
   // compare, bench, info and list: no report set. Returns their exit code, or nothing for `run`.

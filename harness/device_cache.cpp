@@ -60,18 +60,28 @@ device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
   return m;
 }
 
-DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes)
-    : storage_elems_(storage_elems), margin_(margin_bytes), buf_(size_t(storage_elems * 2 + 2 * margin_bytes)) {}
+DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes, int64_t elem_bytes)
+    : storage_elems_(storage_elems),
+      margin_(margin_bytes),
+      elem_bytes_(elem_bytes),
+      buf_(size_t(storage_elems * elem_bytes + 2 * margin_bytes)) {}
 
-void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale) {
+void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale, KvCacheDType kv) {
   // The views never overlap (make_cache_layout), so when they own as many elements as the
   // storage has, they own all of it: only the margins need sentinels, the old tokens cover the rest.
   if (L.key.numel() + L.value.numel() == L.storage_elems) {
     device::fill_sentinel(data(), size_t(margin_));
     // The back margin's sentinel continues the arena's byte positions (GuardedArena::sentinel(i)).
-    device::fill_sentinel_at(storage() + storage_elems_ * 2, size_t(margin_), uint64_t(margin_ + storage_elems_ * 2));
+    device::fill_sentinel_at(storage() + storage_elems_ * elem_bytes_, size_t(margin_),
+                             uint64_t(margin_ + storage_elems_ * elem_bytes_));
   } else {
     device::fill_sentinel(data(), size_bytes());
+  }
+  if (kv != KvCacheDType::Same) {
+    const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz;
+    device::fill_view8(storage(), view16(L.key), fnuz, rng::stream_key(data_seed, rng::kOldKeys));
+    device::fill_view8(storage(), view16(L.value), fnuz, rng::stream_key(data_seed, rng::kOldValues));
+    return;
   }
   if (stale != Stale::Random) {
     device::fill_view16_const(storage(), view16(L.key), *stale_bits(stale, dtype, false));
@@ -107,7 +117,7 @@ void DeviceArena::copy_from(const DeviceArena& o) {
 }
 
 GuardedArena DeviceArena::download() const {
-  GuardedArena h(storage_elems_, 2, margin_, GuardedArena::Uninitialized{});
+  GuardedArena h(storage_elems_, elem_bytes_, margin_, GuardedArena::Uninitialized{});
   // In 16 MiB pieces on all host threads: a pageable download is bound by the host's staging copy.
   constexpr int64_t kPiece = 16 << 20;
   const int64_t n = int64_t(h.bytes().size());
@@ -162,15 +172,31 @@ void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* 
                           slot_mapping, num_tokens, L.geo.block_size);
 }
 
+void reference_write_fp8_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
+                              const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens,
+                              const device::Fp8WriteScales& scales) {
+  device::reference_write_fp8(cache.storage(), cache_map(L, false), cache_map(L, true), src, view16(key), view16(value),
+                              slot_mapping, num_tokens, L.geo.block_size, scales);
+}
+
 std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b) {
   if (b < margin) return "front arena margin";
-  const int64_t elem = (b - margin) / 2;
+  const int64_t elem = (b - margin) / L.geo.elem_bytes;
   return elem < L.storage_elems ? L.describe(elem) : "back arena margin";
 }
 
 GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes,
-                             Stale stale) {
-  GuardedArena h(L.storage_elems, 2, margin_bytes);  // sentinels everywhere
+                             Stale stale, KvCacheDType kv) {
+  GuardedArena h(L.storage_elems, L.geo.elem_bytes, margin_bytes);  // sentinels everywhere
+  if (kv != KvCacheDType::Same) {
+    uint8_t* st8 = h.storage();
+    const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz;
+    for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
+      const uint64_t key = rng::stream_key(data_seed, stream);
+      parallel_for_each_offset(*view, [&](int64_t off, int64_t i) { st8[off] = rng::fp8_old_code(key, uint64_t(i), fnuz); });
+    }
+    return h;
+  }
   uint16_t* st = h.storage_as<uint16_t>();
   const bool bf16 = dtype == DType::BF16;
   for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
@@ -187,7 +213,7 @@ GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
 }
 
 Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
-                               const DeviceArena& actual, Stale stale) {
+                               const DeviceArena& actual, Stale stale, KvCacheDType kv) {
   const int64_t first = actual.first_difference(expected);
   if (first < 0) {  // the device says equal: nothing to download
     Verdict pass;
@@ -200,9 +226,9 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
     enter_phase(Phase::Copy);
     const GuardedArena e = expected.download(), a = actual.download();
     enter_phase(Phase::AllocFill);
-    const GuardedArena b = host_fill_cache(L, dtype, data_seed, actual.margin_bytes(), stale);
+    const GuardedArena b = host_fill_cache(L, dtype, data_seed, actual.margin_bytes(), stale, kv);
     enter_phase(Phase::Check);
-    Verdict v = check_write(L, dtype, b, e, a);
+    Verdict v = check_write(L, dtype, b, e, a, kv);
     attribute(v, component::kWriter);
     return v;
   } catch (const std::bad_alloc&) {
@@ -212,7 +238,7 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
   // named by its first differing byte.
   enter_phase(Phase::Check);
   Verdict v;
-  const int64_t el = (first - actual.margin_bytes()) / 2;
+  const int64_t el = (first - actual.margin_bytes()) / actual.elem_bytes();
   const bool owned = first >= actual.margin_bytes() && el < L.storage_elems && (L.key.index_of(el) || L.value.index_of(el));
   add_cause(v, component::kWriter, owned ? reason::kMismatch : reason::kOutOfView,
             fmt::format("the cache differs from the reference writer's from arena byte {} ({}); no memory to "

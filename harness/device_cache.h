@@ -21,22 +21,25 @@ device::View16 view16(const StridedView& v);
 /// Agrees with reference::cache_offset on every element (device_cache_test).
 device::CacheMap cache_map(const CacheLayout& L, bool is_value);
 
-/// A guarded arena in device memory: margin_bytes, storage_elems 16-bit
-/// elements, margin_bytes again (as GuardedArena on the host). Contents
-/// undefined until filled. Throws device::AllocError when the device cannot
-/// hold it.
+/// A guarded arena in device memory: margin_bytes, storage_elems elements of
+/// elem_bytes (2: fp16/bf16, 1: fp8), margin_bytes again (as GuardedArena on
+/// the host). Contents undefined until filled. Throws device::AllocError when
+/// the device cannot hold it.
 class DeviceArena {
  public:
-  DeviceArena(int64_t storage_elems, int64_t margin_bytes);
+  DeviceArena(int64_t storage_elems, int64_t margin_bytes, int64_t elem_bytes = 2);
   uint8_t* data() const { return static_cast<uint8_t*>(buf_.get()); }
   size_t size_bytes() const { return buf_.size(); }
   uint8_t* storage() const { return data() + margin_; }
   int64_t margin_bytes() const { return margin_; }
   int64_t storage_elems() const { return storage_elems_; }
+  int64_t elem_bytes() const { return elem_bytes_; }
   /// Sentinels everywhere, then old tokens (streams kOldKeys / kOldValues of
   /// data_seed) in every element L's K and V views own; with `stale` other
-  /// than Random, that pattern instead of the old tokens (stale.h stale_bits).
-  void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale = Stale::Random);
+  /// than Random, that pattern instead of the old tokens (stale.h stale_bits). An fp8 cache (kv) gets finite
+  /// random codes of its format (rng::fp8_old_code); its stale patterns are not implemented.
+  void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale = Stale::Random,
+                  KvCacheDType kv = KvCacheDType::Same);
   /// The K and V pages of block ids [first_id, first_id + count) := `bits`,
   /// each page that lies wholly in the arena's margins: the pages of
   /// out-of-range ids (block-table padding; stale.h padding_page_bits). A page
@@ -52,7 +55,7 @@ class DeviceArena {
   int64_t first_difference(const DeviceArena& o) const;
 
  private:
-  int64_t storage_elems_, margin_;
+  int64_t storage_elems_, margin_, elem_bytes_;
   device::Buffer buf_;
 };
 
@@ -82,6 +85,11 @@ void set_qkv_from_host(DeviceQkv& f, const std::vector<uint16_t>* query, const s
 /// scribbles on its inputs must not move the reference with it.
 void reference_write_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
                           const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens);
+/// The same into an fp8 cache: each element quantized with the case's scales
+/// (device::reference_write_fp8: reference/fp8.h's encoder).
+void reference_write_fp8_into(DeviceArena& cache, const CacheLayout& L, const void* src, const StridedView& key,
+                              const StridedView& value, const int64_t* slot_mapping, int64_t num_tokens,
+                              const device::Fp8WriteScales& scales);
 
 /// Names arena byte `b` of a cache arena of L with `margin` bytes before the
 /// storage: "front arena margin", L.describe(element), "back arena margin".
@@ -90,7 +98,7 @@ std::string describe_arena_byte(const CacheLayout& L, int64_t margin, int64_t b)
 /// The host's copy of what DeviceArena::fill_cache makes (sentinels, then
 /// old tokens or the `stale` pattern in every element L's views own), computed on all cores.
 GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, int64_t margin_bytes,
-                             Stale stale = Stale::Random);
+                             Stale stale = Stale::Random, KvCacheDType kv = KvCacheDType::Same);
 
 /// Judges a writer's cache on the device: `actual` against `expected` (the
 /// fill of data_seed with reference_write_into applied). Equal: PASS,
@@ -101,6 +109,7 @@ GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
 /// layouts), still a FAIL naming the first differing byte.
 /// `stale`: the pattern the cache was filled with (fill_cache).
 Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_seed, const DeviceArena& expected,
-                               const DeviceArena& actual, Stale stale = Stale::Random);
+                               const DeviceArena& actual, Stale stale = Stale::Random,
+                               KvCacheDType kv = KvCacheDType::Same);
 
 }  // namespace kvh

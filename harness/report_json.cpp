@@ -25,6 +25,8 @@ nlohmann::json case_result_json(const CaseResult& cr) {
   e["batch_size"] = c.batch_size;
   e["block_size"] = c.block_size;
   e["dtype"] = to_string(c.dtype);
+  e["kv_cache_dtype"] = c.kv_cache_dtype_name();  // fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz
+  e["kv_scales"] = to_string(c.kv_scales);       // none, tensor, head, block, token
   e["shuffle"] = c.shuffle();
   e["variant"] = c.variant();
   e["variant_name"] = str_or_null(c.variant_name);

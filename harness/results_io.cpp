@@ -102,6 +102,17 @@ Case rebuild_case(const json& e) {
   if (!values) bad(e, "values", "not a value distribution this kvharness knows");
   c.values = *values;
   // Fields of later kvharness versions: their defaults when absent.
+  if (e.contains("kv_cache_dtype")) {
+    const std::string kv = str(e, "kv_cache_dtype");
+    if (kv == to_string(KvCacheDType::Fp8E4m3fn)) c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;
+    else if (kv == to_string(KvCacheDType::Fp8E4m3fnuz)) c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
+    else if (kv != dtype) bad(e, "kv_cache_dtype", fmt::format("'{}' is neither the dtype nor an fp8 format", kv));
+  }
+  if (e.contains("kv_scales")) {
+    const auto scales = parse_kv_scales(str(e, "kv_scales"));
+    if (!scales) bad(e, "kv_scales", "not none, tensor, head, block or token");
+    c.kv_scales = *scales;
+  }
   if (e.contains("stale")) {
     const auto stale = parse_stale(str(e, "stale"));
     if (!stale) bad(e, "stale", "not random, nan or inf");

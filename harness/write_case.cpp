@@ -11,6 +11,7 @@
 #include "counter_rng.h"
 #include "device_cache.h"
 #include "device.h"
+#include "kv_scales.h"
 #include "values.h"
 #include "views.h"
 #include "write_check.h"
@@ -60,7 +61,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   if (w->role != KVH_ROLE_WRITER || !w->write) return unsupported("kernel '" + c.writer + "' is not a cache writer");
   if (std::string why = w->outside_capabilities(kernel_use(c, w->cache_format)); !why.empty()) return unsupported(why);
 
-  CacheGeometry g{0, c.block_size, c.num_kv_heads, c.head_size, 8, 2};
+  CacheGeometry g{0, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
   g = case_geometry(c, write_case_num_blocks(c, g.page_elems()));  // kernel_pages: in kernel pages
   const CacheFormat format = CacheFormat(w->cache_format);
   auto made = make_cache_layout(format, c.layout, g, c.padded_page_bytes, 0, c.degenerate_stride);
@@ -81,8 +82,9 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   try {
     // The cache, on the device: sentinels everywhere, old tokens in every owned element.
     enter_phase(Phase::AllocFill);
-    DeviceArena cache(L.storage_elems, margin), expected(L.storage_elems, margin);
-    cache.fill_cache(L, c.dtype, r.data_seed);
+    DeviceArena cache(L.storage_elems, margin, L.geo.elem_bytes), expected(L.storage_elems, margin, L.geo.elem_bytes);
+    cache.fill_cache(L, c.dtype, r.data_seed, Stale::Random, c.kv_cache_dtype);
+    const KvScaleTensors scales(c, g.num_blocks, r.data_seed);
     expected.copy_from(cache);  // the reference writer's starting point
     // Inputs: K/V of the case's streams in a fused QKV buffer (the query columns are filler).
     enter_phase(Phase::Inputs);
@@ -93,14 +95,19 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     device::Buffer d_slots(std::max<size_t>(slots.size(), 1) * 8);
     if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
     enter_phase(Phase::Reference);
-    reference_write_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
-                         static_cast<const int64_t*>(d_slots.get()), T);
+    if (c.fp8_cache())
+      reference_write_fp8_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
+                               static_cast<const int64_t*>(d_slots.get()), T, scales.write_scales(c));
+    else
+      reference_write_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
+                           static_cast<const int64_t*>(d_slots.get()), T);
     device::settle();  // the harness's device work is done: an error from here on is the writer's
 
     on_device = component::kWriter;
     note_running_component(on_device);
     enter_phase(Phase::Launch);
-    const int rc = launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype);
+    const int rc = launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype,
+                             cache_kvh_dtype(c), &scales);
     if (rc != 0) {
       const LaunchFailure f = launch_failure(*w, rc);
       add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
@@ -111,7 +118,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
     note_running_component(on_device);
 
     enter_phase(Phase::Check);
-    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache);
+    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache, Stale::Random, c.kv_cache_dtype);
 
     // The inputs are read-only: a writer that scribbles on them is out of view too.
     enter_phase(Phase::Check);
@@ -128,7 +135,8 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
       on_device = component::kWriter;
       note_running_component(on_device);
       r.v.kernel_us = time_kernel(timing, [&] {
-        return launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype);
+        return launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype,
+                             cache_kvh_dtype(c), &scales);
       }, &r.v.detail);
     }
   } catch (const device::AllocError& e) {

@@ -50,6 +50,54 @@ TEST(WriteCase, StrideAwareWritersPassEveryLayoutTheirFormatHas) {
       }
 }
 
+// fp8 caches (issue 11): every stride-aware writer quantizes byte for byte like the reference
+// codec, in both formats, at every scale granularity, on every layout its format has.
+TEST(WriteCase, Fp8WritersMatchTheReferenceCodecOnEveryLayoutAndGranularity) {
+  Registry reg;
+  for (const char* w : {"reshape_and_cache_flash", "reshape_and_cache", "reshape_and_cache_shuffle"})
+    for (Scheme s : kLayouts)
+      for (KvCacheDType kv : {KvCacheDType::Fp8E4m3fn, KvCacheDType::Fp8E4m3fnuz})
+        for (KvScales g : {KvScales::None, KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token}) {
+          Case c = write_case(w, s, 128, 40, 32);
+          c.dtype = g == KvScales::Head ? DType::F16 : DType::BF16;
+          c.kv_cache_dtype = kv;
+          c.kv_scales = g;
+          CaseResult r = run_write_case(c, reg);
+          const bool packed_only_flash = s == Scheme::Packed && std::string(w) != "reshape_and_cache_flash";
+          EXPECT_EQ(r.v.status, packed_only_flash ? Status::Unsupported : Status::Pass)
+              << c.id() << ": " << r.v.reason << " " << r.v.detail;
+        }
+}
+
+// Each planted fp8 writer bug is a byte mismatch the writer check names; the planted writer is
+// right where its bug does not apply (token_scale_swapped at head scales).
+TEST(WriteCase, PlantedFp8WriterBugsAreCaught) {
+  Registry reg = registry_with_planted();
+  for (KvCacheDType kv : {KvCacheDType::Fp8E4m3fn, KvCacheDType::Fp8E4m3fnuz})
+    for (const auto& [w, g] : {std::pair{"planted_fp8_truncates", KvScales::Head},
+                               {"planted_fp8_multiplies_scale", KvScales::Block},
+                               {"planted_fp8_token_scale_swapped", KvScales::Token}}) {
+      Case c = write_case(w, Scheme::Interleaved);
+      c.dtype = DType::F16;
+      c.kv_cache_dtype = kv;
+      c.kv_scales = g;
+      CaseResult r = run_write_case(c, reg);
+      EXPECT_EQ(r.v.status, Status::Fail) << c.id();
+      EXPECT_EQ(r.v.reason, "mismatch") << c.id() << ": " << r.v.detail;
+      EXPECT_NE(r.v.detail.find("worst element at storage element"), std::string::npos) << r.v.detail;
+    }
+  Case c = write_case("planted_fp8_token_scale_swapped", Scheme::Interleaved);
+  c.dtype = DType::F16;
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;
+  c.kv_scales = KvScales::Head;
+  EXPECT_EQ(run_write_case(c, reg).v.status, Status::Pass);
+  // A 16-bit-only writer named for an fp8 case: UNSUPPORTED with the reason.
+  c.writer = "fixture_shuffle_contiguous";
+  const CaseResult u = run_write_case(c, reg);
+  EXPECT_EQ(u.v.status, Status::Unsupported);
+  EXPECT_NE(u.v.detail.find("cache dtype"), std::string::npos) << u.v.detail;
+}
+
 TEST(WriteCase, FlashWriterTakesTheElementPathForHeadSizesNotAMultipleOf8) {
   Registry reg;
   for (Scheme s : kLayouts) {

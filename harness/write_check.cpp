@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../reference/fp8.h"
 #include "parallel.h"
 #include "values.h"
 #include "views.h"
@@ -13,7 +14,7 @@
 namespace kvh {
 
 Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& before, const GuardedArena& expected,
-                    const GuardedArena& actual) {
+                    const GuardedArena& actual, KvCacheDType kv) {
   Verdict v;
   const auto& a = actual.bytes();
   const auto& e = expected.bytes();
@@ -22,8 +23,15 @@ Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& befor
     v.max_rel_err = 0.0;
     return v;
   }
-  const int64_t margin_elems = actual.margin_bytes() / 2;
-  const int64_t total = int64_t(a.size()) / 2;
+  const int64_t eb = actual.elem_bytes();  // 2, or 1 for an fp8 cache
+  const reference::Fp8Format f8 =
+      kv == KvCacheDType::Fp8E4m3fnuz ? reference::Fp8Format::E4M3FNUZ : reference::Fp8Format::E4M3FN;
+  auto elem = [&](const GuardedArena& g, int64_t el) -> uint16_t { return eb == 1 ? g.storage()[el] : g.elem16(el); };
+  auto decode = [&](uint16_t bits) {
+    return kv == KvCacheDType::Same ? decode16(dtype, bits) : reference::fp8_decode(uint8_t(bits), f8);
+  };
+  const int64_t margin_elems = actual.margin_bytes() / eb;
+  const int64_t total = int64_t(a.size()) / eb;
   // Which storage elements the views own: one pass over each view (split on its outermost dim
   // across the host's cores), not a search per differing element.
   std::vector<uint8_t> owned(size_t(L.storage_elems), 0);
@@ -41,20 +49,20 @@ Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& befor
     for (int64_t c = c0; c < c1; ++c) {
       Tally& t = tallies[size_t(c)];
       const int64_t begin = c * kChunk, end = std::min(total, begin + kChunk);
-      if (std::memcmp(&a[size_t(begin * 2)], &e[size_t(begin * 2)], size_t(end - begin) * 2) == 0) continue;
+      if (std::memcmp(&a[size_t(begin * eb)], &e[size_t(begin * eb)], size_t((end - begin) * eb)) == 0) continue;
       for (int64_t i = begin; i < end; ++i) {
-        if (std::memcmp(&a[size_t(i * 2)], &e[size_t(i * 2)], 2) == 0) continue;
+        if (std::memcmp(&a[size_t(i * eb)], &e[size_t(i * eb)], size_t(eb)) == 0) continue;
         const int64_t el = i - margin_elems;  // storage element index
         if (el < 0 || el >= L.storage_elems || !owned[size_t(el)]) {
           if (t.out_of_view++ == 0) t.first_oov = el;
           continue;
         }
-        const uint16_t got = actual.elem16(el), want = expected.elem16(el);
+        const uint16_t got = elem(actual, el), want = elem(expected, el);
         // An element the reference changed that still holds its old value was never written. (One it
         // did not change cannot be unwritten: want == old there, and got differs from want.)
-        if (got == before.elem16(el)) ++t.unwritten;
+        if (got == elem(before, el)) ++t.unwritten;
         else ++t.mismatched;
-        const double g = decode16(dtype, got), w = decode16(dtype, want);
+        const double g = decode(got), w = decode(want);
         const double abs_err = std::isfinite(g) ? std::fabs(g - w) : INFINITY;
         if (abs_err > t.worst_abs) {
           t.worst_abs = abs_err;
@@ -83,13 +91,13 @@ Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& befor
                                          mismatched, unwritten);
   const std::string worst =
       worst_abs >= 0 ? fmt::format("; worst element at storage element {} ({}): got {}, want {}", worst_elem,
-                                   L.describe(worst_elem), decode16(dtype, actual.elem16(worst_elem)),
-                                   decode16(dtype, expected.elem16(worst_elem)))
+                                   L.describe(worst_elem), decode(elem(actual, worst_elem)),
+                                   decode(elem(expected, worst_elem)))
                      : "";
   if (out_of_view) {
     v.reason = reason::kOutOfView;
     v.detail = fmt::format("write outside the views: first bad byte at storage byte offset {} ({}); {}{}",
-                           first_oov * 2, L.describe(first_oov), counts, worst);
+                           first_oov * eb, L.describe(first_oov), counts, worst);
   } else if (mismatched) {
     v.reason = reason::kMismatch;
     v.detail = counts + worst;

@@ -17,8 +17,10 @@ namespace kvh {
 ///   out_of_view_write  a byte no view owns changed (first offset and whose memory),
 ///   mismatch           an owned element holds a wrong value (worst element named),
 ///   unwritten_output   an element that should have changed kept its value from `before`,
-/// in that order of precedence; detail counts all three.
+/// in that order of precedence; detail counts all three. An fp8 cache (kv,
+/// L.geo.elem_bytes 1) is compared code by code; values are named as the
+/// codes decode (reference/fp8.h), before any scale.
 Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& before, const GuardedArena& expected,
-                    const GuardedArena& actual);
+                    const GuardedArena& actual, KvCacheDType kv = KvCacheDType::Same);
 
 }  // namespace kvh

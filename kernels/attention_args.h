@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "cache_fp8.h"
 #include "kvh_runtime.h"
 #include "kvharness/provider.h"
 
@@ -155,8 +156,18 @@ struct AttentionParams {
   int64_t cache_block_size;    // the cache manager's block (tokens); block_size when not set
   int32_t num_heads, num_kv_heads, head_size, max_context_len;
   float scale;
+  // Dequant scales (fp8 caches; cache_fp8.h scale_at): the granularity's tensors, or
+  // k_scale/v_scale under KVH_SCALES_NONE. 16-bit caches: NONE and 1.0, so that
+  // their values pass through unchanged.
+  KvScales sc;
+  float k_scale, v_scale;
   ScoreModifiers mods;
 };
+
+/// Dequant scale of K (is_value false) or V at (physical block, kv head, token-in-block).
+KVH_HD inline float kv_scale_of(const AttentionParams& a, bool is_value, int64_t block, int64_t kv_head, int64_t tok) {
+  return scale_at(a.sc.granularity, is_value ? a.sc.v : a.sc.k, is_value ? a.v_scale : a.k_scale, block, kv_head, tok);
+}
 
 /// kvh_attention_args.cache_block_size, read within the args' struct_size; 0 when absent.
 inline int64_t cache_block_size_of(const kvh_attention_args& a) {
@@ -185,6 +196,11 @@ inline AttentionParams make_attention_params(const kvh_attention_args& a, int fo
   p.head_size = int32_t(a.query.shape[2]);
   p.max_context_len = a.max_context_len;
   p.scale = a.scale;
+  const bool fp8 = is_fp8(a.key_cache.dtype);
+  p.sc = kv_scales_of(a);
+  if (!fp8) p.sc.granularity = KVH_SCALES_NONE;
+  p.k_scale = fp8 ? a.k_scale : 1.f;
+  p.v_scale = fp8 ? a.v_scale : 1.f;
   p.mods = make_score_modifiers(a);
   return p;
 }
@@ -193,9 +209,12 @@ inline AttentionParams make_attention_params(const kvh_attention_args& a, int fo
 /// cache format `format` (KVH_CACHE_PA_V1, KVH_CACHE_SHUFFLE, KVH_CACHE_NHD or
 /// KVH_CACHE_HND; the K cache is x-split for the first two, as V for the others).
 /// Returns hipErrorInvalidValue (the launcher then launches nothing) when:
-/// a rank differs from provider.h; query/out/caches are not all fp16 or all
-/// bf16; block_tables/context_lens are not int32; out's shape differs from
-/// query's; x != 8 (x-split K); head_size is not a multiple of 8; a cache extent
+/// a rank differs from provider.h; query/out are not both fp16 or both bf16;
+/// the caches are not both query's dtype or both one fp8 dtype; kv_scales is
+/// not NONE for a 16-bit cache, or a scale tensor's shape or dtype disagrees
+/// with it (cache_fp8.h scale_tensor_ok); block_tables/context_lens are not int32;
+/// out's shape differs from query's; x != 16 bytes / cache element (x-split K);
+/// head_size is not a multiple of 16 bytes / cache element; a cache extent
 /// disagrees with num_kv_heads, head_size or block_size; num_heads is not a
 /// multiple of num_kv_heads; block_tables cannot hold max_context_len tokens;
 /// cache_block_size is set and not a multiple of block_size; num_seqs or
@@ -211,17 +230,24 @@ inline hipError_t check_attention_args(const kvh_attention_args& a, int format, 
   if (q.ndim != 3 || o.ndim != 3 || kc.ndim != (x_split ? 5 : 4) || bt.ndim != 2 || cl.ndim != 1)
     return hipErrorInvalidValue;
   if (q.dtype != KVH_DT_F16 && q.dtype != KVH_DT_BF16) return hipErrorInvalidValue;
-  if (o.dtype != q.dtype || kc.dtype != q.dtype || vc.dtype != q.dtype) return hipErrorInvalidValue;
+  const bool fp8 = is_fp8(kc.dtype);
+  if (o.dtype != q.dtype || vc.dtype != kc.dtype || (!fp8 && kc.dtype != q.dtype)) return hipErrorInvalidValue;
   if (bt.dtype != KVH_DT_I32 || cl.dtype != KVH_DT_I32) return hipErrorInvalidValue;
   for (int i = 0; i < 3; ++i)
     if (o.shape[i] != q.shape[i]) return hipErrorInvalidValue;
   const int64_t num_seqs = q.shape[0], num_heads = q.shape[1], head_size = q.shape[2], bs = a.block_size;
   const int64_t num_blocks = kc.shape[0], num_kv_heads = kc.shape[kv_head_dim(format)];
-  if (bs < 1 || head_size < 1 || head_size % kX16 != 0) return hipErrorInvalidValue;
+  const int64_t x_elems = fp8 ? 16 : kX16;  // 16 bytes of cache elements: the K loop's chunk
+  const KvScales sc = kv_scales_of(a);
+  if (!fp8 && sc.granularity != KVH_SCALES_NONE) return hipErrorInvalidValue;
+  if (!scale_tensor_ok(sc.granularity, a.k_scales, num_blocks, num_kv_heads, bs) ||
+      !scale_tensor_ok(sc.granularity, a.v_scales, num_blocks, num_kv_heads, bs))
+    return hipErrorInvalidValue;
+  if (bs < 1 || head_size < 1 || head_size % x_elems != 0) return hipErrorInvalidValue;
   if (num_kv_heads < 1 || num_heads < 1 || num_heads % num_kv_heads != 0) return hipErrorInvalidValue;
   if (x_split) {
     const int64_t x = kc.shape[4];
-    if (x != kX16 || kc.shape[2] * x != head_size || kc.shape[3] != bs) return hipErrorInvalidValue;
+    if (x != x_elems || kc.shape[2] * x != head_size || kc.shape[3] != bs) return hipErrorInvalidValue;
     if (format == KVH_CACHE_PA_V1) {
       if (vc.ndim != 4 || vc.shape[2] != head_size || vc.shape[3] != bs) return hipErrorInvalidValue;
     } else if (vc.ndim != 5 || bs % x != 0 || vc.shape[2] != bs / x || vc.shape[3] != head_size || vc.shape[4] != x) {
@@ -244,6 +270,20 @@ inline hipError_t check_attention_args(const kvh_attention_args& a, int format, 
   if (a.max_context_len < 1 || bt.shape[1] * bs < a.max_context_len) return hipErrorInvalidValue;
   if (!o.data || !q.data || !kc.data || !vc.data || !bt.data || !cl.data) return hipErrorInvalidValue;
   return check_score_modifiers(a);
+}
+
+/// Calls fn(T{}, C{}) with the query's element type T (fp16_t / bf16_t) and
+/// the cache-element policy C of a's caches (cache_fp8.h: Cache16<T>, CacheFp8<fnuz>).
+/// kFnuzAsFnuz false decodes an e4m3fnuz cache as e4m3fn (the fixture's bug).
+/// Call after check_attention_args.
+template <bool kFnuzAsFnuz = true, class Fn> int with_reader_types(const kvh_attention_args& a, Fn&& fn) {
+  const bool f16 = a.query.dtype == KVH_DT_F16;
+  switch (a.key_cache.dtype) {
+    case KVH_DT_FP8_E4M3FN: return f16 ? fn(fp16_t{}, CacheFp8<false>{}) : fn(bf16_t{}, CacheFp8<false>{});
+    case KVH_DT_FP8_E4M3FNUZ:
+      return f16 ? fn(fp16_t{}, CacheFp8<kFnuzAsFnuz>{}) : fn(bf16_t{}, CacheFp8<kFnuzAsFnuz>{});
+    default: return f16 ? fn(fp16_t{}, Cache16<fp16_t>{}) : fn(bf16_t{}, Cache16<bf16_t>{});
+  }
 }
 
 }  // namespace kvh::kernels

@@ -14,6 +14,7 @@ extern "C" int kvh_paged_attention_hnd(const kvh_attention_args*, void*);
 extern "C" int kvh_paged_attention_nhd_manager_pages(const kvh_attention_args*, void*);
 extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
 extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_fp8_fnuz_read_as_fn(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
@@ -23,18 +24,31 @@ namespace {
 
 using namespace kvh::kernels;
 
+// Every built-in writer quantizes and every built-in reader dequantizes fp8
+// caches at every scale granularity (cache_fp8.h).
+constexpr uint32_t kAllCacheDtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN) |
+                                     (1u << KVH_DT_FP8_E4M3FNUZ);
+constexpr uint32_t kAllScales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
+                                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
+kvh_capabilities fp8_caps() {
+  kvh_capabilities c{};
+  c.cache_dtypes = kAllCacheDtypes;
+  c.kv_scales = kAllScales;
+  return c;
+}
+const kvh_capabilities kFp8Caps = fp8_caps();
 /// Every built-in reader applies all four score modifiers (kvh_modifier).
 constexpr uint32_t kAllModifiers = KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI;
 const int32_t kAsmHeadSizes[] = {128};
 kvh_capabilities asm_caps() {
-  kvh_capabilities c{};
+  kvh_capabilities c = fp8_caps();
   c.head_sizes = kAsmHeadSizes;
   c.num_head_sizes = 1;
   c.modifiers = kAllModifiers;
   return c;
 }
 kvh_capabilities general_caps() {
-  kvh_capabilities c{};
+  kvh_capabilities c = fp8_caps();
   c.modifiers = kAllModifiers;
   return c;
 }
@@ -64,14 +78,15 @@ const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_b
 
 const kvh_kernel_desc kBuiltins[] = {
     writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
-                                             KVH_CACHE_NHD, 0),
+                                             KVH_CACHE_NHD, 0, &kFp8Caps),
     writer_desc<kvh_reshape_and_cache_flash_hnd>(
         "reshape_and_cache_flash_hnd",
         "the flash writer given an HND cache (a permuted view of NHD order), stride-aware", KVH_CACHE_HND, 0),
     writer_desc<kvh_reshape_and_cache>("reshape_and_cache", "pa_v1 (shuffle=0) cache writer, stride-aware",
-                                       KVH_CACHE_PA_V1, 0),
+                                       KVH_CACHE_PA_V1, 0, &kFp8Caps),
     writer_desc<kvh_reshape_and_cache_shuffle>("reshape_and_cache_shuffle",
-                                               "shuffle=1 cache writer, stride-aware (the fix)", KVH_CACHE_SHUFFLE, 0),
+                                               "shuffle=1 cache writer, stride-aware (the fix)", KVH_CACHE_SHUFFLE, 0,
+                                               &kFp8Caps),
     writer_desc<kvh_reshape_and_cache_shuffle_contiguous>(
         "fixture_shuffle_contiguous",
         "REGRESSION FIXTURE: shuffle=1 writer that assumes a contiguous cache (block base = "
@@ -97,6 +112,10 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: NHD reader that takes the page index from the cache manager's block size "
         "(cache_block_size) instead of the kernel's page (block_size)",
         KVH_CACHE_NHD, 1, kSplitK, &kPageCaps),
+    reader_desc<kvh_fixture_fp8_fnuz_read_as_fn>(
+        "fixture_fp8_fnuz_read_as_fn",
+        "REGRESSION FIXTURE: paged_attention_rocm that decodes an e4m3fnuz cache as e4m3fn (values 2x, 0x80 read as -0)",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
     reader_desc<kvh_pa_fwd_asm>(
         "pa_fwd_asm",
         "fixed-function decode attention for head_size 128, shuffle layout (stand-in for aiter's ASM kernel)",

@@ -74,6 +74,15 @@ KVH_HOST_DEVICE inline uint16_t bits16(int kind, bool bf16, uint64_t key, uint64
   return bits16_of_word(kind, bf16, at(key, i >> sh), unsigned(i & ((1u << sh) - 1)));
 }
 
+/// Element `i` of an old-token stream of an fp8 cache: a uniformly random
+/// code of the format, a NaN code replaced by its neighbour (0x7F/0xFF ->
+/// 0x7E/0xFE for e4m3fn, 0x80 -> 0x81 for e4m3fnuz): finite like kOldToken.
+KVH_HOST_DEVICE inline uint8_t fp8_old_code(uint64_t key, uint64_t i, bool fnuz) {
+  uint8_t c = uint8_t(at(key, i >> 3) >> ((i & 7u) * 8u));
+  if (fnuz ? c == 0x80u : (c & 0x7Fu) == 0x7Fu) c ^= 0x01u;
+  return c;
+}
+
 /// The streams of one case (stream_key's second argument).
 enum Stream : uint64_t {
   kKeys = 1,        // K of every context token, logical [num_tokens, num_kv_heads, head_size]

@@ -46,6 +46,28 @@ void fill_view16_const(void* base, const View16& v, uint16_t bits);
 void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
                      const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
                      int64_t block_size);
+/// base8[v(i)] = rng::fp8_old_code(key, i, fnuz) for every logical index i of
+/// `v` (a view of 1-byte elements): the old tokens of an fp8 cache.
+void fill_view8(void* base, const View16& v, bool fnuz, uint64_t key);
+
+/// What the reference writer needs to quantize into an fp8 cache: the
+/// format, the input dtype, and the scales (granularity as
+/// kvh_scale_granularity; k/v f32 device pointers with up to 3 strides,
+/// shapes per provider.h; null under NONE, where the scale is 1).
+struct Fp8WriteScales {
+  int32_t fnuz = 0, bf16_input = 0, granularity = 0;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t ks[3] = {}, vs[3] = {};
+};
+/// The reference writer into an fp8 cache (1-byte elements at `storage`):
+/// as reference_write, but each element becomes
+/// reference::fp8_encode(float(value) / scale) (reference/fp8.h: round to
+/// nearest even, saturating), the division in float32 as provider.h states.
+void reference_write_fp8(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
+                         const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
+                         int64_t block_size, const Fp8WriteScales& scales);
+
 /// Index of the first byte where a and b (device, n bytes each) differ, or -1.
 int64_t first_difference(const void* a, const void* b, size_t n);
 

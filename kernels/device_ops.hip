@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../reference/fp8.h"
 #include "counter_rng.h"
 #include "device.h"
 #include "guard_pattern.h"
@@ -135,6 +136,54 @@ __global__ void reference_write_kernel(uint16_t* storage, CacheMap km, CacheMap 
   }
 }
 KVH_DECLARE_BARRIER_FREE(reference_write_kernel);
+
+// One work item per element (fp8 caches are filled far less often than 16-bit ones).
+__global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int fnuz, uint64_t key) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < items; r += stride) {
+    int64_t off = v.offset, rest = int64_t(r);
+    for (int d = v.ndim - 1; d >= 0; --d) {
+      off += (rest % v.shape[d]) * v.stride[d];
+      rest /= v.shape[d];
+    }
+    base[off] = rng::fp8_old_code(key, r, fnuz != 0);
+  }
+}
+KVH_DECLARE_BARRIER_FREE(fill_view8_kernel);
+
+// The scale of (block, head, token-in-block) under granularity g, from
+// provider.h's shapes (written here again: kernels/ has its own).
+__device__ inline float fp8_write_scale(int32_t g, const float* p, const int64_t* s, int64_t b, int64_t h, int64_t t) {
+  if (g == 1) return p[0];                                // tensor [1]
+  if (g == 2) return p[h * s[0]];                         // head [num_kv_heads]
+  if (g == 3) return p[b * s[0] + h * s[1]];              // block [num_blocks, num_kv_heads]
+  if (g == 4) return p[b * s[0] + h * s[1] + t * s[2]];   // token [num_blocks, num_kv_heads, block_size]
+  return 1.f;                                             // none
+}
+
+// One work item per (token, kv head, dim).
+__global__ void reference_write_fp8_kernel(uint8_t* storage, CacheMap km, CacheMap vm, const uint16_t* src, View16 k,
+                                           View16 v, const int64_t* slots, int64_t items, int64_t block_size,
+                                           Fp8WriteScales sc) {
+  const int64_t heads = k.shape[1], hd = k.shape[2];
+  const reference::Fp8Format f = sc.fnuz ? reference::Fp8Format::E4M3FNUZ : reference::Fp8Format::E4M3FN;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < uint64_t(items); r += stride) {
+    const int64_t d = int64_t(r) % hd, row = int64_t(r) / hd, t = row / heads, h = row % heads;
+    const int64_t slot = slots[t];
+    if (slot < 0) continue;
+    const int64_t blk = slot / block_size, tok = slot % block_size;
+    const uint16_t kb = src[k.offset + t * k.stride[0] + h * k.stride[1] + d * k.stride[2]];
+    const uint16_t vb = src[v.offset + t * v.stride[0] + h * v.stride[1] + d * v.stride[2]];
+    const float kf = sc.bf16_input ? to_float(bf16_t{kb}) : to_float(fp16_t{kb});
+    const float vf = sc.bf16_input ? to_float(bf16_t{vb}) : to_float(fp16_t{vb});
+    const float ks = fp8_write_scale(sc.granularity, sc.k, sc.ks, blk, h, tok);
+    const float vs = fp8_write_scale(sc.granularity, sc.v, sc.vs, blk, h, tok);
+    storage[map_offset(km, blk, h, tok, d)] = reference::fp8_encode(double(kf / ks), f);
+    storage[map_offset(vm, blk, h, tok, d)] = reference::fp8_encode(double(vf / vs), f);
+  }
+}
+KVH_DECLARE_BARRIER_FREE(reference_write_fp8_kernel);
 
 #if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
 // Grid-stride over 8-byte words (coalesced); the smallest differing byte
@@ -272,6 +321,27 @@ void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_c
                      static_cast<uint16_t*>(storage), k_cache, v_cache, static_cast<const uint16_t*>(src), key, value,
                      slot_mapping, items, dims, block_size);
   check_launch("reference_write");
+}
+
+void fill_view8(void* base, const View16& view, bool fnuz, uint64_t key) {
+  if (view.ndim < 1 || view.ndim > 6) throw std::invalid_argument("fill_view8: a view of 1 to 6 dims");
+  const int64_t n = view.numel();
+  if (n == 0) return;
+  hipLaunchKernelGGL(fill_view8_kernel, dim3(blocks_for(uint64_t(n))), dim3(kThreads), 0, 0, static_cast<uint8_t*>(base),
+                     view, uint64_t(n), int(fnuz), key);
+  check_launch("fill_view8");
+}
+
+void reference_write_fp8(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
+                         const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
+                         int64_t block_size, const Fp8WriteScales& scales) {
+  if (key.ndim != 3 || value.ndim != 3) throw std::invalid_argument("reference_write_fp8: key/value views of 3 dims");
+  const int64_t items = num_tokens * key.shape[1] * key.shape[2];
+  if (items == 0) return;
+  hipLaunchKernelGGL(reference_write_fp8_kernel, dim3(blocks_for(uint64_t(items))), dim3(kThreads), 0, 0,
+                     static_cast<uint8_t*>(storage), k_cache, v_cache, static_cast<const uint16_t*>(src), key, value,
+                     slot_mapping, items, block_size, scales);
+  check_launch("reference_write_fp8");
 }
 
 int64_t first_difference(const void* a, const void* b, size_t n) {

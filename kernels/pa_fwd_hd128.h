@@ -45,7 +45,7 @@ struct AsmCorrectVariant {
   static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) { return a.mods.logit(s, h, t, ctx); }
 };
 
-template <class T, class Variant>
+template <class T, class C, class Variant>
 __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) {
   __shared__ float q_s[kGroupHeads][kHead], w_s[kGroupHeads][kHead];
   __shared__ float run_max[kGroupHeads], run_sum[kGroupHeads], rescale[kGroupHeads];
@@ -63,8 +63,11 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
   if (tid < kGroupHeads) run_max[tid] = -INFINITY, run_sum[tid] = 0.f;
   __syncthreads();
 
-  const T* kc = static_cast<const T*>(a.key_cache);
-  const T* vc = static_cast<const T*>(a.value_cache);
+  // Cache elements through the policy C (cache_fp8.h): 16-bit as they are, fp8 decoded, times the scale.
+  using E = typename C::Storage;
+  constexpr int x = C::kX;
+  const E* kc = static_cast<const E*>(a.key_cache);
+  const E* vc = static_cast<const E*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
   using V = VLayout<KVH_CACHE_SHUFFLE>;
   const int L = floor_pow2(kHead / nh < warpSize ? kHead / nh : warpSize);  // lanes per head
@@ -72,14 +75,15 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
   for (int c0 = a.mods.first_token(ctx); c0 < ctx; c0 += kHead) {
     const int n = ctx - c0 < kHead ? ctx - c0 : kHead;
     if (tid < n) {
-      const int64_t t = c0 + tid;
-      const T* k = kc + k_token_offset(a.k_s, bt[(t / a.block_size) * a.bt_s[1]], kv, t % a.block_size);
+      const int64_t t = c0 + tid, blk = bt[(t / a.block_size) * a.bt_s[1]];
+      const E* k = kc + k_token_offset(a.k_s, blk, kv, t % a.block_size);
+      const float ksc = kv_scale_of(a, false, blk, kv, t % a.block_size);
       float dot[kGroupHeads] = {};
-      for (int c = 0; c < kHead / kX16; ++c)
-        for (int e = 0; e < kX16; ++e) {
-          const float kval = to_float(k[c * a.k_s[2] + e * a.k_s[4]]);
+      for (int c = 0; c < kHead / x; ++c)
+        for (int e = 0; e < x; ++e) {
+          const float kval = C::load(k, c * a.k_s[2] + e * a.k_s[4]) * ksc;
           for (int j = 0; j < kGroupHeads; ++j)
-            if (j < nh) dot[j] += q_s[j][c * kX16 + e] * kval;
+            if (j < nh) dot[j] += q_s[j][c * x + e] * kval;
         }
       for (int j = 0; j < kGroupHeads; ++j)  // constant bounds keep dot[] and acc[] in registers
         if (j < nh) w_s[j][tid] = Variant::logit(a, dot[j], head(j), int(t), ctx);
@@ -106,9 +110,9 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
     for (int j = 0; j < kGroupHeads; ++j)
       if (j < nh && Variant::kRescaleAcc) acc[j] *= rescale[j];
     for (int i = 0; i < n; ++i) {
-      const int64_t t = c0 + i;
-      const T* v = vc + V::token_offset(a.v_s, kX16, bt[(t / a.block_size) * a.bt_s[1]], kv, t % a.block_size);
-      const float vval = to_float(v[tid * V::dim_stride(a.v_s)]);
+      const int64_t t = c0 + i, blk = bt[(t / a.block_size) * a.bt_s[1]];
+      const E* v = vc + V::token_offset(a.v_s, x, blk, kv, t % a.block_size);
+      const float vval = C::load(v, tid * V::dim_stride(a.v_s)) * kv_scale_of(a, true, blk, kv, t % a.block_size);
       for (int j = 0; j < kGroupHeads; ++j)
         if (j < nh) acc[j] += w_s[j][i] * vval;
     }
@@ -137,13 +141,11 @@ int launch_pa_fwd_hd128(const kvh_attention_args* a, void* stream) {
   const AttentionParams p = make_attention_params(*a, KVH_CACHE_SHUFFLE);
   const int group = p.num_heads / p.num_kv_heads;
   const dim3 grid(unsigned(p.num_kv_heads * ((group + kGroupHeads - 1) / kGroupHeads)), unsigned(num_seqs));
-  if (a->query.dtype == KVH_DT_F16)
-    hipLaunchKernelGGL(HIP_KERNEL_NAME(pa_fwd_hd128_kernel<kvh::fp16_t, Variant>), grid, dim3(kHead), 0,
+  return with_reader_types(*a, [&](auto t, auto c) {
+    hipLaunchKernelGGL(HIP_KERNEL_NAME(pa_fwd_hd128_kernel<decltype(t), decltype(c), Variant>), grid, dim3(kHead), 0,
                        (hipStream_t)stream, p);
-  else
-    hipLaunchKernelGGL(HIP_KERNEL_NAME(pa_fwd_hd128_kernel<kvh::bf16_t, Variant>), grid, dim3(kHead), 0,
-                       (hipStream_t)stream, p);
-  return hipGetLastError();
+    return int(hipGetLastError());
+  });
 }
 
 }  // namespace kvh::kernels

@@ -87,6 +87,14 @@ struct CorrectVariant {
   static KVH_HD int reduce_width(int lanes) { return lanes; }
   /// Whether P.V waits for every head's softmax numerators (it must).
   static constexpr bool kBarrierAfterSoftmax = true;
+  /// Dequant scale of K (is_value false) or V of token-in-block `tok` of physical block
+  /// `block` (logical block `logical_block` of its sequence) for kv head `kv`.
+  static KVH_HD float kv_scale(const AttentionParams& a, bool is_value, int64_t block, int64_t /*logical_block*/,
+                               int kv, int64_t tok) {
+    return kv_scale_of(a, is_value, block, kv, tok);
+  }
+  /// Whether an e4m3fnuz cache is decoded as e4m3fnuz (it must be; the fixture reads it as e4m3fn).
+  static constexpr bool kFnuzAsFnuz = true;
   /// Score modifiers (ScoreModifiers): the logit of unmasked token t of local query head h,
   /// from the scaled score s (soft-cap, then ALiBi).
   static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) { return a.mods.logit(s, h, t, ctx); }
@@ -127,7 +135,7 @@ KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partiti
   return int64_t(nh) * (head_size + partition_size + 3 + (kPaThreads / lanes) * head_size);
 }
 
-template <class T, int kFormat, class Variant>
+template <class T, class C, int kFormat, class Variant>
 __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(AttentionParams a, SplitK sk) {
   const int p = int(blockIdx.x), s = int(blockIdx.z);
   const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size, P = sk.partition_size;
@@ -165,11 +173,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   }
   __syncthreads();
 
-  constexpr int x = 16 / sizeof(T);  // key_cache.shape[4] of an x-split K, checked; head_size % x == 0
+  // Cache elements through the policy C (cache_fp8.h): 16-bit as they are, fp8 decoded, times the scale.
+  using E = typename C::Storage;
+  constexpr int x = C::kX;  // 16 bytes / cache element = key_cache.shape[4] of an x-split K, checked
   using KL = KLayout<kFormat>;
   using VL = VLayout<kFormat>;
-  const T* kc = static_cast<const T*>(a.key_cache);
-  const T* vc = static_cast<const T*>(a.value_cache);
+  const E* kc = static_cast<const E*>(a.key_cache);
+  const E* vc = static_cast<const E*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
   const int64_t page = a.block_size;
   const int64_t k_chunk = KL::chunk_stride(a.k_s, x), k_elem = KL::elem_stride(a.k_s);
@@ -180,11 +190,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
         if (j < nh) logits[j * P + i] = Variant::masked_logit(a.mods);
       continue;
     }
-    const T* k = kc + KL::token_offset(a.k_s, bt[Variant::page_index(a, t) * a.bt_s[1]], kv, t % page);
+    const int64_t pi = Variant::page_index(a, t), blk = bt[pi * a.bt_s[1]];
+    const E* k = kc + KL::token_offset(a.k_s, blk, kv, t % page);
+    const float ksc = Variant::kv_scale(a, false, blk, pi, kv, t % page);
     float dot[kMaxGroupHeads] = {};
     for (int c = 0; c < hs / x; ++c)
       for (int e = 0; e < x; ++e) {
-        const float kval = to_float(k[c * k_chunk + e * k_elem]);
+        const float kval = C::load(k, c * k_chunk + e * k_elem) * ksc;
         for (int j = 0; j < kMaxGroupHeads; ++j)
           if (j < nh) dot[j] += q_s[j * hs + c * x + e] * kval;
       }
@@ -228,12 +240,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     const int64_t dim_stride = VL::dim_stride(a.v_s);
     const int i0 = first > t0 ? first - t0 : 0;  // masked tokens weigh 0: skip their V
     for (int i = i0 + g; i < n; i += groups) {
-      const int64_t t = t0 + i;
-      const T* v = vc + VL::token_offset(a.v_s, x, bt[Variant::page_index(a, t) * a.bt_s[1]], kv, t % page);
+      const int64_t t = t0 + i, pi = Variant::page_index(a, t), blk = bt[pi * a.bt_s[1]];
+      const E* v = vc + VL::token_offset(a.v_s, x, blk, kv, t % page);
+      const float vsc = Variant::kv_scale(a, true, blk, pi, kv, t % page);
       for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
         const int d = lane + k * lanes;
         if (d >= hs) break;
-        const float vval = to_float(v[d * dim_stride]);
+        const float vval = C::load(v, d * dim_stride) * vsc;
         for (int j = 0; j < kMaxGroupHeads; ++j)
           if (j < nh) acc[j][k] += logits[j * P + i] * vval;
       }
@@ -312,12 +325,12 @@ inline uint64_t paged_attention_workspace_bytes(const kvh_attention_args& a) {
   return uint64_t(4) * uint64_t(a.query.shape[0] * a.query.shape[1] * np * (2 + a.query.shape[2]));
 }
 
-template <class T, int kFormat, class Variant>
+template <class T, class C, int kFormat, class Variant>
 hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& sk, int64_t num_seqs,
                                         hipStream_t stream) {
   const int group = p.num_heads / p.num_kv_heads, chunks = (group + kMaxGroupHeads - 1) / kMaxGroupHeads;
   const size_t shared1 = sizeof(float) * size_t(partition_shared_floats(chunk_heads(group, 0), p.head_size, sk.partition_size));
-  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, kFormat, Variant>),
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, C, kFormat, Variant>),
                      dim3(unsigned(sk.max_partitions), unsigned(p.num_kv_heads * chunks), unsigned(num_seqs)),
                      dim3(kPaThreads), shared1, stream, p, sk);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return e;
@@ -354,8 +367,9 @@ int launch_paged_attention(const kvh_attention_args& a, void* stream) {
   AttentionParams p = make_attention_params(a, kFormat);
   Variant::adjust_params(p, a);
   const hipStream_t st = static_cast<hipStream_t>(stream);
-  if (a.query.dtype == KVH_DT_F16) return launch_paged_attention_typed<fp16_t, kFormat, Variant>(p, sk, num_seqs, st);
-  return launch_paged_attention_typed<bf16_t, kFormat, Variant>(p, sk, num_seqs, st);
+  return with_reader_types<Variant::kFnuzAsFnuz>(a, [&](auto t, auto c) {
+    return int(launch_paged_attention_typed<decltype(t), decltype(c), kFormat, Variant>(p, sk, num_seqs, st));
+  });
 }
 
 }  // namespace kvh::kernels

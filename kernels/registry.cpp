@@ -116,6 +116,11 @@ std::string Kernel::outside_capabilities(const KernelUse& u) const {
       std::find(c.block_sizes.begin(), c.block_sizes.end(), u.block_size) == c.block_sizes.end())
     return name + " declares block_size " + join(c.block_sizes) + " only; this case has block_size " +
            std::to_string(u.block_size);
+  if (u.cache_dtype != 0 && u.cache_dtype != u.dtype && !(c.cache_dtypes & (1u << u.cache_dtype)))
+    return name + " declares cache dtype " + (c.cache_dtypes ? dtype_list(c.cache_dtypes) : dtype_name(u.dtype)) +
+           " only; this case has a " + dtype_name(u.cache_dtype) + " cache";
+  if (u.kv_scales != KVH_SCALES_NONE && !(c.kv_scales & (1u << u.kv_scales)))
+    return name + " does not declare kv_scales " + scales_name(u.kv_scales) + "; this case has them";
   if (c.max_gqa_ratio > 0 && u.num_kv_heads > 0 && u.num_heads / u.num_kv_heads > c.max_gqa_ratio)
     return name + " declares a GQA ratio of at most " + std::to_string(c.max_gqa_ratio) + "; this case has " +
            std::to_string(u.num_heads / u.num_kv_heads);
@@ -262,6 +267,10 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
     k.caps.dtypes = c.dtypes;
     k.caps.cache_formats = c.cache_formats;
     k.caps.max_gqa_ratio = c.max_gqa_ratio;
+    if (KVH_HAS_FIELD(&c, kvh_capabilities, kv_scales)) {
+      k.caps.cache_dtypes = c.cache_dtypes;
+      k.caps.kv_scales = c.kv_scales;
+    }
     k.caps.modifiers = c.modifiers;
   }
   if (!k.caps.dtypes) k.caps.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
@@ -337,6 +346,10 @@ std::string find_python_bridge() {
   const std::string next = executable_dir() + "/libkvh_python.so";
   if (exists(next)) return next;
   tried.push_back(next);
+  // `cmake --install` layout: PREFIX/bin/kvharness, PREFIX/lib/kvharness/libkvh_python.so.
+  const std::string installed = executable_dir() + "/../lib/kvharness/libkvh_python.so";
+  if (exists(installed)) return installed;
+  tried.push_back(installed);
   const std::string built = KVH_PYTHON_BRIDGE_BUILD_PATH;
   if (exists(built)) return built;
   if (!built.empty()) tried.push_back(built);
@@ -362,6 +375,19 @@ const char* dtype_name(int dtype) {
     case KVH_DT_I64: return "i64";
     case KVH_DT_F32: return "f32";
     case KVH_DT_I32: return "i32";
+    case KVH_DT_FP8_E4M3FN: return "fp8_e4m3fn";
+    case KVH_DT_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+  }
+  return "?";
+}
+
+const char* scales_name(int granularity) {
+  switch (granularity) {
+    case KVH_SCALES_NONE: return "none";
+    case KVH_SCALES_TENSOR: return "tensor";
+    case KVH_SCALES_HEAD: return "head";
+    case KVH_SCALES_BLOCK: return "block";
+    case KVH_SCALES_TOKEN: return "token";
   }
   return "?";
 }

@@ -29,6 +29,8 @@ struct Capabilities {
   uint32_t dtypes = 0;               // bit (1u << kvh_dtype); 0 never after normalisation
   uint32_t cache_formats = 0;        // bit (1u << kvh_cache_format)
   int32_t max_gqa_ratio = 0;         // 0: any
+  uint32_t cache_dtypes = 0;         // bit (1u << kvh_dtype) per cache element type; 0: the K/V dtype only
+  uint32_t kv_scales = 0;            // bit (1u << kvh_scale_granularity); NONE is always accepted
   uint32_t modifiers = 0;            // kvh_modifier bits the reader applies; 0: none
 };
 
@@ -37,6 +39,8 @@ struct KernelUse {
   int64_t head_size = 0, block_size = 0, num_heads = 0, num_kv_heads = 0;
   kvh_dtype dtype = KVH_DT_F16;
   int32_t cache_format = KVH_CACHE_NHD;
+  int32_t cache_dtype = 0;                            // kvh_dtype of the cache elements; 0: dtype (16-bit cache)
+  kvh_scale_granularity kv_scales = KVH_SCALES_NONE;  // fp8 scale granularity
   uint32_t modifiers = 0;  // kvh_modifier bits the case turns on
 };
 
@@ -159,7 +163,9 @@ std::string find_python_bridge();
 
 /// Name of a cache format as used in case files and reports: flash (NHD), pa_v1, shuffle, hnd.
 const char* cache_format_name(int format);
-/// Name of a dtype as in case files: fp16, bf16, i64, f32, i32.
+/// Name of a dtype as in case files: fp16, bf16, i64, f32, i32, fp8_e4m3fn, fp8_e4m3fnuz.
 const char* dtype_name(int dtype);
+/// Name of a kvh_scale_granularity as in case files: none, tensor, head, block, token.
+const char* scales_name(int granularity);
 
 }  // namespace kvh

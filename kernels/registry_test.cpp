@@ -305,6 +305,29 @@ TEST(Capabilities, EveryDeclaredDimensionIsChecked) {
   bad([](KernelUse& u) { u.dtype = KVH_DT_F16; }, "declares dtype bf16 only; this case has fp16");
   bad([](KernelUse& u) { u.num_heads = 32; }, "GQA ratio of at most 8; this case has 16");
   bad([](KernelUse& u) { u.cache_format = KVH_CACHE_SHUFFLE; }, "declares cache format flash; this case needs shuffle");
+  // fp8 caches and scales: not declared, so outside.
+  bad([](KernelUse& u) { u.cache_dtype = KVH_DT_FP8_E4M3FNUZ; },
+      "declares cache dtype bf16 only; this case has a fp8_e4m3fnuz cache");
+  bad([](KernelUse& u) { u.kv_scales = KVH_SCALES_TOKEN; }, "does not declare kv_scales token");
+  KernelUse same = ok;
+  same.cache_dtype = KVH_DT_BF16;  // the K/V dtype itself is always in
+  EXPECT_EQ(k.outside_capabilities(same), "");
+  caps.cache_dtypes = (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN);
+  caps.kv_scales = 1u << KVH_SCALES_HEAD;
+  kvh_kernel_desc d2 = writer("capable_fp8", nullptr);
+  d2.capabilities = &caps;
+  reg.add(d2, "test");
+  const Kernel& k2 = *reg.find("capable_fp8");
+  KernelUse fp8 = ok;
+  fp8.cache_dtype = KVH_DT_FP8_E4M3FN;
+  fp8.kv_scales = KVH_SCALES_HEAD;
+  EXPECT_EQ(k2.outside_capabilities(fp8), "");
+  fp8.kv_scales = KVH_SCALES_BLOCK;
+  EXPECT_NE(k2.outside_capabilities(fp8).find("does not declare kv_scales block"), std::string::npos);
+  fp8.kv_scales = KVH_SCALES_HEAD;
+  fp8.cache_dtype = KVH_DT_FP8_E4M3FNUZ;
+  EXPECT_NE(k2.outside_capabilities(fp8).find("declares cache dtype bf16, fp8_e4m3fn only"), std::string::npos)
+      << k2.outside_capabilities(fp8);
 }
 
 TEST(Capabilities, DefaultsAreMultiplesOf8UpTo256ForReadersAndFp16Bf16) {

@@ -39,6 +39,7 @@
 
 #define KVH_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #define KVH_DECLARE_BARRIER_FREE(kernel) static_assert(true, "")
+#define KVH_DECLARE_BARRIER_FREE_AS(id, ...) static_assert(true, "")
 #ifndef HIP_KERNEL_NAME
 #define HIP_KERNEL_NAME(...) __VA_ARGS__
 #endif

@@ -150,5 +150,11 @@ hipError_t launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t shm
                                                      reinterpret_cast<const void*>(&kernel), #kernel), \
                                                  true)
 
+/// The same for a template instance: `id` names the registration, the rest is the kernel.
+#define KVH_DECLARE_BARRIER_FREE_AS(id, ...)                                                            \
+  static const bool kvh_barrier_free_##id = (::kvh::host::declare_barrier_free(                        \
+                                                 reinterpret_cast<const void*>(&__VA_ARGS__), #__VA_ARGS__), \
+                                             true)
+
 #define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \
   ::kvh::host::set_last_error(::kvh::host::launch_kernel(kernel, dim3(grid), dim3(block), (shmem), ##__VA_ARGS__))

@@ -55,6 +55,12 @@
 //   planted_v1_*                  the same bugs in the pa_v1 reader
 //                                 (paged_attention_v1): gqa_modulo,
 //                                 reduce_tree_32, drop_tail_partition
+//   planted_scale_*               fp8 scale-indexing bugs, one per granularity:
+//                                 head_by_query_head (head scale at kv * group),
+//                                 block_by_logical (block scale at the logical
+//                                 block), token_swapped (token scale with the
+//                                 kv-head and slot extents swapped),
+//                                 dropped_on_v (tensor scale not applied to V)
 #include "kernel_desc.h"
 #include "paged_attention.h"
 
@@ -103,7 +109,39 @@ struct EmptyPartitionReduce : CorrectVariant {
   static KVH_HD int reduce_first_partition(int) { return 0; }
 };
 
+// fp8 scale-indexing bugs (issue 11), each at one granularity (correct at the others).
 using kvh::kernels::AttentionParams;
+using kvh::kernels::kv_scale_of;
+// HEAD: the scale of kv head kv read at the index of its group's first query head (kv * group).
+struct ScaleHeadByQueryHead : CorrectVariant {
+  static KVH_HD float kv_scale(const AttentionParams& a, bool is_value, int64_t block, int64_t, int kv, int64_t tok) {
+    if (a.sc.granularity != KVH_SCALES_HEAD) return kv_scale_of(a, is_value, block, kv, tok);
+    return kv_scale_of(a, is_value, block, int64_t(kv) * (a.num_heads / a.num_kv_heads), tok);
+  }
+};
+// BLOCK: indexed by the sequence's logical block instead of the physical block id.
+struct ScaleBlockByLogical : CorrectVariant {
+  static KVH_HD float kv_scale(const AttentionParams& a, bool is_value, int64_t block, int64_t logical, int kv,
+                               int64_t tok) {
+    return kv_scale_of(a, is_value, a.sc.granularity == KVH_SCALES_BLOCK ? logical : block, kv, tok);
+  }
+};
+// TOKEN: [num_blocks, num_kv_heads, block_size] indexed as if it were [num_blocks, block_size, num_kv_heads].
+struct ScaleTokenSwapped : CorrectVariant {
+  static KVH_HD float kv_scale(const AttentionParams& a, bool is_value, int64_t block, int64_t, int kv, int64_t tok) {
+    if (a.sc.granularity != KVH_SCALES_TOKEN) return kv_scale_of(a, is_value, block, kv, tok);
+    const kvh::kernels::ScaleView& v = is_value ? a.sc.v : a.sc.k;
+    return v.data[block * v.s[0] + tok * a.num_kv_heads + kv];
+  }
+};
+// TENSOR: the V path forgets its scale (the K path keeps it).
+struct ScaleDroppedOnV : CorrectVariant {
+  static KVH_HD float kv_scale(const AttentionParams& a, bool is_value, int64_t block, int64_t, int kv, int64_t tok) {
+    if (is_value && a.sc.granularity == KVH_SCALES_TENSOR) return 1.f;
+    return kv_scale_of(a, is_value, block, kv, tok);
+  }
+};
+
 struct HndBlockSizeFromDim1 : CorrectVariant {
   static void adjust_params(AttentionParams& p, const kvh_attention_args& a) { p.block_size = a.key_cache.shape[1]; }
 };
@@ -140,7 +178,33 @@ kvh_kernel_desc reader(const char* name, const char* description) {
   return kvh::kernels::reader_desc<F>(name, description, kFormat, 1, kvh::kernels::workspace_entry<workspace>, &kCaps);
 }
 
+kvh_capabilities fp8_caps() {
+  kvh_capabilities c{};
+  c.cache_dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN) | (1u << KVH_DT_FP8_E4M3FNUZ);
+  c.kv_scales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
+                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
+  return c;
+}
+const kvh_capabilities kFp8Caps = fp8_caps();
+
+template <int (*F)(const kvh_attention_args*, void*)>
+kvh_kernel_desc fp8_reader(const char* name, const char* description) {
+  return kvh::kernels::reader_desc<F>(name, description, KVH_CACHE_SHUFFLE, 1, kvh::kernels::workspace_entry<workspace>,
+                                      &kFp8Caps);
+}
+
 const kvh_kernel_desc kPlanted[] = {
+    fp8_reader<planted<ScaleHeadByQueryHead>>(
+        "planted_scale_head_by_query_head",
+        "PLANTED BUG (fp8, head scales): kv head kv's scale read at index kv * group (a query head's index)"),
+    fp8_reader<planted<ScaleBlockByLogical>>(
+        "planted_scale_block_by_logical",
+        "PLANTED BUG (fp8, block scales): indexed by the sequence's logical block, not the physical block id"),
+    fp8_reader<planted<ScaleTokenSwapped>>(
+        "planted_scale_token_swapped",
+        "PLANTED BUG (fp8, token scales): [blocks, kv heads, block_size] indexed as [blocks, block_size, kv heads]"),
+    fp8_reader<planted<ScaleDroppedOnV>>("planted_scale_dropped_on_v",
+                                         "PLANTED BUG (fp8, tensor scale): the V path does not apply its scale"),
     reader<planted<DropTailPartition>>(
         "planted_drop_tail_partition",
         "PLANTED BUG: drops the last partition of a sequence whose length is not a multiple of partition_size"),

@@ -6,6 +6,8 @@
 #include "../kernel_desc.h"
 #include "../writer_common.h"
 
+#include <math.h>
+
 namespace kvh::kernels {
 namespace {
 
@@ -51,6 +53,56 @@ int launch_planted(const kvh_write_args* a, void* stream, int bug) {
   return hipGetLastError();
 }
 
+// fp8 quantization bugs (issue 11), NHD, element by element; fp16 keys/values.
+enum PlantedFp8Bug : int {
+  kFp8Truncates = 1,          // rounds toward zero instead of to nearest even
+  kFp8MultipliesScale = 2,    // stores encode(x * scale) instead of encode(x / scale)
+  kFp8TokenScaleSwapped = 3,  // token scales [blocks, kv heads, block_size] read as [blocks, block_size, kv heads]
+};
+
+__global__ void planted_fp8_writer_kernel(const uint16_t* key, const uint16_t* value, uint8_t* key_cache,
+                                          uint8_t* value_cache, const int64_t* slot_mapping, Strides5 ks, Strides5 vs,
+                                          Strides5 kcs, Strides5 vcs, int64_t block_size, int64_t num_kv_heads,
+                                          int64_t head_size, KvScales sc, bool fnuz, int bug) {
+  const int64_t token = blockIdx.x;
+  const int64_t slot = slot_mapping[token];
+  if (slot < 0) return;
+  const int64_t block = slot / block_size, offset = slot % block_size;
+  for (int64_t i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
+    const int64_t h = i / head_size, d = i % head_size;
+    for (int m = 0; m < 2; ++m) {
+      const ScaleView& view = m ? sc.v : sc.k;
+      float scale = scale_at(sc.granularity, view, 1.f, block, h, offset);
+      if (bug == kFp8TokenScaleSwapped && sc.granularity == KVH_SCALES_TOKEN)
+        scale = view.data[block * view.s[0] + offset * num_kv_heads + h];
+      const float x = to_float(fp16_t{m ? value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]]
+                                        : key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]]});
+      const float q = bug == kFp8MultipliesScale ? x * scale : x / scale;
+      uint8_t code = float_to_fp8(q, fnuz);
+      if (bug == kFp8Truncates && (code & 0x7F) != 0 && fabsf(fp8_to_float(code, fnuz)) > fabsf(q)) --code;
+      if (m)
+        value_cache[block * vcs.s[0] + offset * vcs.s[1] + h * vcs.s[2] + d * vcs.s[3]] = code;
+      else
+        key_cache[block * kcs.s[0] + offset * kcs.s[1] + h * kcs.s[2] + d * kcs.s[3]] = code;
+    }
+  }
+}
+KVH_DECLARE_BARRIER_FREE(planted_fp8_writer_kernel);
+
+int launch_planted_fp8(const kvh_write_args* a, void* stream, int bug) {
+  if (hipError_t e = check_write_args(*a, KVH_CACHE_NHD); e != hipSuccess) return e;
+  if (!is_fp8(a->key_cache.dtype) || a->key.dtype != KVH_DT_F16) return hipErrorInvalidValue;
+  const int64_t num_tokens = a->key.shape[0];
+  if (num_tokens == 0) return hipSuccess;
+  hipLaunchKernelGGL(planted_fp8_writer_kernel, dim3(unsigned(num_tokens)),
+                     dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
+                     (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (uint8_t*)a->key_cache.data,
+                     (uint8_t*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
+                     strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
+                     a->key.shape[1], a->key.shape[2], kv_scales_of(*a), a->key_cache.dtype == KVH_DT_FP8_E4M3FNUZ, bug);
+  return hipGetLastError();
+}
+
 // Half the block waits at a barrier the other half never reaches: a hang (a
 // deadlock of fibers on the cpu backend), for the runner's watchdog test.
 __global__ void planted_hang_kernel(int64_t* sink) {
@@ -82,9 +134,28 @@ int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a,
 int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
 int skips_last_token(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSkipsLastToken); }
 
+int fp8_truncates(const kvh_write_args* a, void* s) { return launch_planted_fp8(a, s, kFp8Truncates); }
+int fp8_multiplies_scale(const kvh_write_args* a, void* s) { return launch_planted_fp8(a, s, kFp8MultipliesScale); }
+int fp8_token_scale_swapped(const kvh_write_args* a, void* s) { return launch_planted_fp8(a, s, kFp8TokenScaleSwapped); }
+
 template <int (*F)(const kvh_write_args*, void*)>
 kvh_kernel_desc planted(const char* name, const char* description) {
   return writer_desc<F>(name, description, KVH_CACHE_NHD, 1);
+}
+
+kvh_capabilities fp8_writer_caps() {
+  kvh_capabilities c{};
+  c.dtypes = 1u << KVH_DT_F16;
+  c.cache_dtypes = (1u << KVH_DT_FP8_E4M3FN) | (1u << KVH_DT_FP8_E4M3FNUZ);
+  c.kv_scales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
+                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
+  return c;
+}
+const kvh_capabilities kFp8WriterCaps = fp8_writer_caps();
+
+template <int (*F)(const kvh_write_args*, void*)>
+kvh_kernel_desc planted_fp8(const char* name, const char* description) {
+  return writer_desc<F>(name, description, KVH_CACHE_NHD, 1, &kFp8WriterCaps);
 }
 
 const kvh_kernel_desc kPlanted[] = {
@@ -95,6 +166,12 @@ const kvh_kernel_desc kPlanted[] = {
     planted<wild_write>("planted_wild_write", "PLANTED: writes 2^40 elements before the cache (a fault)"),
     planted<hangs>("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)"),
     planted<aborts>("planted_aborts", "PLANTED: aborts the process at launch (a failed assertion)"),
+    planted_fp8<fp8_truncates>("planted_fp8_truncates", "PLANTED (fp8): rounds toward zero, not to nearest even"),
+    planted_fp8<fp8_multiplies_scale>("planted_fp8_multiplies_scale",
+                                      "PLANTED (fp8): stores encode(x * scale) instead of encode(x / scale)"),
+    planted_fp8<fp8_token_scale_swapped>(
+        "planted_fp8_token_scale_swapped",
+        "PLANTED (fp8): token scales [blocks, kv heads, block_size] indexed as [blocks, block_size, kv heads]"),
 };
 
 }  // namespace

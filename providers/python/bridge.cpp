@@ -12,6 +12,7 @@
 // said at open. The GIL is held only while Python runs: the interpreter is
 // started once and the GIL released right after.
 #include <dlfcn.h>
+#include <unistd.h>
 #include <pybind11/embed.h>
 
 #if __has_include(<dlpack/dlpack.h>)
@@ -40,6 +41,19 @@ namespace py = pybind11;
 #endif
 
 namespace {
+
+/// The `cmake --install` layout: PREFIX/lib/kvharness/libkvh_python.so beside
+/// PREFIX/lib/kvharness/python/kvharness/ (the package) and the shipped
+/// provider modules. Returns that python/ folder when this library sits in such
+/// a layout, else "" (the build tree: KVH_PYTHON_DIR, the source folder, serves).
+std::string installed_python_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&installed_python_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  const std::string so = info.dli_fname;
+  const size_t slash = so.find_last_of('/');
+  const std::string dir = (slash == std::string::npos ? std::string(".") : so.substr(0, slash)) + "/python";
+  return access((dir + "/kvharness/_bridge.py").c_str(), R_OK) == 0 ? dir : "";
+}
 
 struct Bridge;
 
@@ -127,8 +141,28 @@ DLDataType dl_dtype(int32_t dt) {
     case KVH_DT_I64: return {kDLInt, 64, 1};
     case KVH_DT_F32: return {kDLFloat, 32, 1};
     case KVH_DT_I32: return {kDLInt, 32, 1};
+    // fp8 caches travel as bytes (DLPack before 1.0, and torch 1.13, have no fp8 codes); the
+    // `kv_cache_dtype` keyword says which format, and _bridge.py views them as torch's float8
+    // dtype where torch has it.
+    case KVH_DT_FP8_E4M3FN:
+    case KVH_DT_FP8_E4M3FNUZ: return {kDLUInt, 8, 1};
   }
   throw std::invalid_argument("kvh_tensor with unknown dtype " + std::to_string(dt));
+}
+
+/// Case-file names of a cache dtype and a scale granularity (the `kv_cache_dtype`/`kv_scales` keywords).
+const char* cache_dtype_name(int32_t dt) {
+  switch (dt) {
+    case KVH_DT_F16: return "fp16";
+    case KVH_DT_BF16: return "bf16";
+    case KVH_DT_FP8_E4M3FN: return "fp8_e4m3fn";
+    case KVH_DT_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+  }
+  return "unknown";
+}
+const char* scales_name(int32_t g) {
+  static const char* const names[] = {"none", "tensor", "head", "block", "token"};
+  return g >= 0 && g <= 4 ? names[g] : "unknown";
 }
 
 /// A "dltensor" capsule viewing `t` in place (None for an absent tensor), of
@@ -167,6 +201,18 @@ py::object bytes_capsule(void* data, uint64_t bytes, const Bridge& b) {
 
 // ---- keyword arguments, named as in provider.h ----
 
+/// fp8 caches only (so that a 16-bit case calls a provider exactly as before,
+/// **kwargs forwarding included): kv_cache_dtype, kv_scales, k_scales, v_scales.
+/// `a` (null when the args predate the scale fields) has kv_scales/k_scales/v_scales.
+template <class Args>
+void add_fp8_kwargs(py::dict& kw, int32_t cache_dtype, const Args* a, const Bridge& b) {
+  if (cache_dtype != KVH_DT_FP8_E4M3FN && cache_dtype != KVH_DT_FP8_E4M3FNUZ) return;
+  kw["kv_cache_dtype"] = cache_dtype_name(cache_dtype);
+  kw["kv_scales"] = scales_name(a ? a->kv_scales : KVH_SCALES_NONE);
+  kw["k_scales"] = a ? capsule(a->k_scales, b) : py::none();
+  kw["v_scales"] = a ? capsule(a->v_scales, b) : py::none();
+}
+
 py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   py::dict kw;
   kw["key"] = capsule(a.key, b);
@@ -175,6 +221,7 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   kw["value_cache"] = capsule(a.value_cache, b);
   kw["slot_mapping"] = capsule(a.slot_mapping, b);
   kw["block_size"] = a.block_size;
+  add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_write_args, v_scales) ? &a : nullptr, b);
   return kw;
 }
 
@@ -209,6 +256,7 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
     kw["alibi_slopes"] = has && a.alibi_slopes.data ? capsule(a.alibi_slopes, b) : py::none();
   }
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
+  add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_attention_args, v_scales) ? &a : nullptr, b);
   return kw;
 }
 
@@ -314,6 +362,8 @@ void describe(Bridge& b, const py::list& kernels) {
     k->caps.num_block_sizes = int32_t(k->block_sizes.size());
     k->caps.dtypes = d["dtypes_mask"].cast<uint32_t>();
     k->caps.max_gqa_ratio = d["max_gqa_ratio"].cast<int32_t>();
+    k->caps.cache_dtypes = d["cache_dtypes_mask"].cast<uint32_t>();
+    k->caps.kv_scales = d["kv_scales_mask"].cast<uint32_t>();
     k->caps.modifiers = d.contains("modifiers_mask") ? d["modifiers_mask"].cast<uint32_t>() : 0u;
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
@@ -349,6 +399,9 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       py::list path = sys.attr("path");
       const std::string dir = KVH_PYTHON_DIR;
       if (!dir.empty() && !path.contains(py::str(dir))) path.insert(0, py::str(dir));
+      // An installed bridge's own package comes first (a source tree may still be there).
+      const std::string installed = installed_python_dir();
+      if (!installed.empty() && !path.contains(py::str(installed))) path.insert(0, py::str(installed));
       py::module_ bridge_py = py::module_::import("kvharness._bridge");
       py::tuple loaded = bridge_py.attr("load")(spec, int(args->device_type), int(args->device_id));
       if (!loaded[1].is_none()) {

@@ -22,12 +22,18 @@ import dataclasses
 import sys
 from typing import Callable, Optional, Sequence
 
-__all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES"]
+__all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
 CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
 #: K/V/query dtype names -> kvh_dtype.
 DTYPES = {"fp16": 1, "bf16": 2}
+#: KV-cache element type names -> kvh_dtype. An fp8 cache reaches the kernel as a
+#: uint8 tensor (a torch float8 view where torch has the dtype) with the keyword
+#: kv_cache_dtype naming the format.
+CACHE_DTYPES = {"fp16": 1, "bf16": 2, "fp8_e4m3fn": 6, "fp8_e4m3fnuz": 7}
+#: fp8 scale granularity names -> kvh_scale_granularity (k_scales/v_scales shapes in provider.h).
+KV_SCALES = {"none": 0, "tensor": 1, "head": 2, "block": 3, "token": 4}
 #: Score modifiers a reader may declare (kvh_modifier bits of provider.h).
 MODIFIERS = {"sliding_window": 1, "sinks": 2, "softcap": 4, "alibi": 8}
 
@@ -49,6 +55,8 @@ class Kernel:
     head_sizes: Optional[Sequence[int]] = None  # None: any multiple of 8 up to 256
     block_sizes: Optional[Sequence[int]] = None  # None: any
     max_gqa_ratio: int = 0  # 0: any
+    cache_dtypes: Sequence[str] = ()  # (): the K/V dtype only
+    kv_scales: Sequence[str] = ("none",)
     modifiers: Sequence[str] = ()  # score modifiers the reader applies (MODIFIERS keys)
     workspace_bytes: Optional[Callable[..., int]] = None
 
@@ -78,6 +86,12 @@ def _register(fn, **fields):
     bad = [d for d in fields["dtypes"] if d not in DTYPES]
     if bad or not fields["dtypes"]:
         raise ValueError(f"kernel {name!r}: dtypes {tuple(fields['dtypes'])!r}; expected a non-empty subset of {sorted(DTYPES)}")
+    bad = [d for d in fields.get("cache_dtypes", ()) if d not in CACHE_DTYPES]
+    if bad:
+        raise ValueError(f"kernel {name!r}: cache_dtypes {tuple(fields['cache_dtypes'])!r}; expected a subset of {sorted(CACHE_DTYPES)}")
+    bad = [g for g in fields.get("kv_scales", ("none",)) if g not in KV_SCALES]
+    if bad:
+        raise ValueError(f"kernel {name!r}: kv_scales {tuple(fields['kv_scales'])!r}; expected a subset of {sorted(KV_SCALES)}")
     if not callable(fn):
         raise TypeError(f"kernel {name!r}: the decorated object is not callable")
     bad = [m for m in fields.get("modifiers", ()) if m not in MODIFIERS]
@@ -101,24 +115,27 @@ def _registering_module() -> str:
 
 
 def writer(name: str, cache_format: str, fixture: bool = False, description: str = "",
-           dtypes: Sequence[str] = ("fp16", "bf16"), head_sizes=None, block_sizes=None):
-    """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size).
+           dtypes: Sequence[str] = ("fp16", "bf16"), head_sizes=None, block_sizes=None,
+           cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
+    """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size),
+    plus kv_cache_dtype, kv_scales, k_scales, v_scales on fp8 cases (a function gets only the ones it names).
 
     cache_format: "flash" (NHD), "pa_v1", "shuffle" or "hnd". fixture=True marks a
-    known-bad kernel kept on purpose (its failures are expected). Raises
-    ValueError/TypeError at import for a bad declaration.
+    known-bad kernel kept on purpose (its failures are expected). cache_dtypes
+    (() = the K/V dtype only) and kv_scales declare fp8 support (CACHE_DTYPES,
+    KV_SCALES). Raises ValueError/TypeError at import for a bad declaration.
     """
     def deco(fn):
         return _register(fn, name=name, role=ROLE_WRITER, cache_format=cache_format, fixture=bool(fixture),
                          description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
-                         block_sizes=block_sizes)
+                         block_sizes=block_sizes, cache_dtypes=tuple(cache_dtypes), kv_scales=tuple(kv_scales))
     return deco
 
 
 def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None,
-           modifiers: Sequence[str] = ()):
+           modifiers: Sequence[str] = (), cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
     """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
     context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace),
     plus cache_block_size in kernel_pages cases only.
@@ -134,6 +151,8 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     when a router picked the kernel. workspace_bytes, when given, is called with
     the same keyword arguments minus out and workspace and returns the bytes
     of device workspace the kernel needs (passed as `workspace`, a uint8 tensor).
+    cache_dtypes/kv_scales declare fp8 caches as for writer(); on an fp8 case such a reader also
+    gets kv_cache_dtype, kv_scales, k_scales and v_scales (f32 tensors, None under "none").
     modifiers: the score modifiers the reader applies, a subset of "sliding_window",
     "sinks", "softcap", "alibi" (provider.h gives their exact semantics); a case
     using another one is UNSUPPORTED (misroute when routed). The reader receives
@@ -148,5 +167,6 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
         return _register(fn, name=name, role=ROLE_READER, cache_format=cache_format, fixture=bool(fixture),
                          description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
                          block_sizes=block_sizes, max_gqa_ratio=int(max_gqa_ratio),
-                         workspace_bytes=workspace_bytes, modifiers=tuple(modifiers))
+                         workspace_bytes=workspace_bytes, cache_dtypes=tuple(cache_dtypes),
+                         kv_scales=tuple(kv_scales), modifiers=tuple(modifiers))
     return deco

@@ -125,6 +125,8 @@ class Handle:
                  head_sizes=list(k.head_sizes) if k.head_sizes else None,
                  block_sizes=list(k.block_sizes) if k.block_sizes else None,
                  dtypes_mask=sum(1 << kvharness.DTYPES[d] for d in k.dtypes),
+                 cache_dtypes_mask=sum(1 << kvharness.CACHE_DTYPES[d] for d in k.cache_dtypes),
+                 kv_scales_mask=sum(1 << kvharness.KV_SCALES[g] for g in k.kv_scales),
                  max_gqa_ratio=k.max_gqa_ratio, has_workspace=k.workspace_bytes is not None,
                  modifiers_mask=sum(kvharness.MODIFIERS[m] for m in k.modifiers))
             for k in kernels]
@@ -136,6 +138,12 @@ class Handle:
             if accepts is not None and name not in accepts:
                 continue  # a field this function does not take (added to the ABI after it was written)
             out[name] = torch.from_dlpack(v) if type(v).__name__ == "PyCapsule" else v
+        # fp8 caches arrive as uint8 (see bridge.cpp dl_dtype): torch's float8 view where torch has the dtype.
+        fp8 = {"fp8_e4m3fn": "float8_e4m3fn", "fp8_e4m3fnuz": "float8_e4m3fnuz"}.get(kwargs.get("kv_cache_dtype"))
+        if fp8 and hasattr(torch, fp8):
+            for name in ("key_cache", "value_cache"):
+                if name in out:
+                    out[name] = out[name].view(getattr(torch, fp8))
         return out
 
     def _stream(self, stream: int):

@@ -55,6 +55,34 @@ class Decorators(unittest.TestCase):
             self.assertIn(text, str(e.exception))
         with self.assertRaises(ValueError):
             kvharness.reader("t_bad", cache_format="pa_v1", max_gqa_ratio=-1)(lambda **kw: None)
+        for kwargs, text in (({"cache_dtypes": ("fp8_e5m2",)}, "cache_dtypes"), ({"kv_scales": ("channel",)}, "kv_scales")):
+            with self.assertRaises(ValueError) as e:
+                kvharness.reader("t_bad", cache_format="shuffle", **kwargs)(lambda **kw: None)
+            self.assertIn(text, str(e.exception))
+
+    def test_fp8_declarations_reach_the_bridge_as_masks(self):
+        kvharness.reader("t_fp8", cache_format="shuffle", cache_dtypes=("bf16", "fp8_e4m3fnuz"),
+                         kv_scales=("none", "token"))(lambda **kw: None)
+        h = _bridge.Handle([kvharness._KERNELS[-1]], _bridge.DEVICE_CPU, 0)
+        self.assertEqual(h.kernels[0]["cache_dtypes_mask"], (1 << 2) | (1 << 7))
+        self.assertEqual(h.kernels[0]["kv_scales_mask"], (1 << 0) | (1 << 4))
+        kvharness.writer("t_plain", cache_format="flash")(lambda **kw: None)
+        h = _bridge.Handle([kvharness._KERNELS[-1]], _bridge.DEVICE_CPU, 0)
+        self.assertEqual(h.kernels[0]["cache_dtypes_mask"], 0)  # the K/V dtype only
+        self.assertEqual(h.kernels[0]["kv_scales_mask"], 1)     # none only
+
+    def test_fp8_caches_arrive_as_bytes_or_torch_float8(self):
+        seen = {}
+        def f(key_cache, kv_cache_dtype, k_scales):
+            seen.update(dtype=key_cache.dtype, fmt=kv_cache_dtype, scales=k_scales)
+        kvharness.reader("t_fp8_call", cache_format="shuffle", cache_dtypes=("fp8_e4m3fn",))(f)
+        h = _bridge.Handle([kvharness._KERNELS[-1]], _bridge.DEVICE_CPU, 0)
+        cache = torch.zeros(4, 16, dtype=torch.uint8)
+        scales = torch.full((2,), 0.5)
+        self.assertIsNone(h.call(0, capsules(key_cache=cache, kv_cache_dtype="fp8_e4m3fn", k_scales=scales), 0))
+        self.assertEqual(seen["fmt"], "fp8_e4m3fn")
+        self.assertEqual(seen["dtype"], getattr(torch, "float8_e4m3fn", torch.uint8))
+        self.assertEqual(seen["scales"].tolist(), [0.5, 0.5])
         for bad in (("window",), "sinks"):  # an unknown name; a string is not a sequence of names
             with self.assertRaises(ValueError) as e:
                 kvharness.reader("t_bad", cache_format="pa_v1", modifiers=bad)(lambda **kw: None)

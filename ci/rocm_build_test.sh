@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The rocm preset builds, here, without AMD hardware (CTest: rocm_preset_builds).
+#
+# Configures `cmake --preset rocm` into SCRATCH (not build/rocm), builds every
+# target, then checks the program it made:
+#   - `ldd kvharness` resolves the HIP runtime (libamdhip64.so.N => a file);
+#   - kvharness carries a device code object for every architecture of
+#     CMAKE_HIP_ARCHITECTURES (its offload bundle ids,
+#     "hipv4-amdgcn-amd-amdhsa--gfxNNN", are plain text in .hip_fatbin).
+# With KNOWN_BAD (a binary that is not a ROCm build, e.g. the cpu preset's
+# kvharness), the same checks must reject it first, so a check that passes
+# everything fails this test.
+# Prints the configure and build times. Exits 1 on any failure, naming it.
+#
+# Usage: ci/rocm_build_test.sh SCRATCH [KNOWN_BAD_BINARY]
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+scratch="${1:?usage: rocm_build_test.sh SCRATCH [KNOWN_BAD_BINARY]}"
+known_bad="${2:-}"
+archs=(gfx90a gfx942)
+
+# check_rocm_binary FILE: 0 when FILE links the HIP runtime and has every arch's code object.
+check_rocm_binary() {
+  local bin="$1" ok=0 line
+  line="$(ldd "$bin" 2>/dev/null | grep -E 'libamdhip64\.so(\.[0-9]+)* => /' || true)"
+  if [ -z "$line" ]; then
+    echo "rocm_build_test: $bin does not link the HIP runtime (no libamdhip64 in ldd)"
+    ok=1
+  else
+    echo "rocm_build_test: ldd: $(echo "$line" | sed 's/^[[:space:]]*//')"
+  fi
+  local a
+  for a in "${archs[@]}"; do
+    if grep -a -q -E "amdgcn-amd-amdhsa-+${a}(\b|:)" "$bin"; then
+      echo "rocm_build_test: $a code object present"
+    else
+      echo "rocm_build_test: $bin has no $a code object"
+      ok=1
+    fi
+  done
+  return $ok
+}
+
+if [ -n "$known_bad" ]; then
+  if check_rocm_binary "$known_bad" >/dev/null; then
+    echo "rocm_build_test: FAIL: the checks accept $known_bad, which is not a ROCm build" >&2
+    exit 1
+  fi
+  echo "rocm_build_test: the checks reject the known-bad binary $known_bad"
+fi
+
+rm -rf "$scratch"
+t0=$(date +%s)
+cmake -S "$root" -B "$scratch" --preset rocm >"$scratch.configure.log" 2>&1 || {
+  cat "$scratch.configure.log"; echo "rocm_build_test: FAIL: configure" >&2; exit 1; }
+grep 'kvharness rocm:' "$scratch.configure.log" || true
+t1=$(date +%s)
+jobs="${KVH_ROCM_BUILD_JOBS:-$(nproc)}"
+cmake --build "$scratch" -j "$jobs" >"$scratch.build.log" 2>&1 || {
+  grep -E -B2 -A20 'FAILED|error' "$scratch.build.log" | head -120
+  echo "rocm_build_test: FAIL: build (full log: $scratch.build.log)" >&2; exit 1; }
+t2=$(date +%s)
+echo "rocm_build_test: configure $((t1 - t0)) s, build $((t2 - t1)) s (-j $jobs)"
+
+check_rocm_binary "$scratch/harness/kvharness" || { echo "rocm_build_test: FAIL" >&2; exit 1; }
+echo "rocm_build_test: PASS"
