@@ -116,8 +116,10 @@ std::string context_part(const Case& c) {
 std::string Case::id() const {
   const std::string ctx = context_part(*this);
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
-  const std::string pad =
+  std::string pad =
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
+  if (layout == Scheme::KernelPages) pad = fmt::format("-k{}", kernel_block_size);
+  if (layout == Scheme::DegenerateStrides) pad = fmt::format("-s{}", degenerate_stride);
   std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
   if (stale != Stale::Random) vals += fmt::format("/stale={}", to_string(stale));
   if (block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(block_table_padding);

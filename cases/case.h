@@ -55,6 +55,9 @@ struct Case {
   Scheme layout = Scheme::KvFirst;
   int64_t block_size = 16;
   int64_t padded_page_bytes = 0;  // padded scheme only; 0 = derived
+  int64_t kernel_block_size = 0;  // kernel_pages only: the kernel's page (tokens), dividing block_size,
+                                  // which is then the cache manager's block
+  int64_t degenerate_stride = 0;  // degenerate_strides only: the stride of every size-1 dim of the views
   DType dtype = DType::F16;
   int64_t batch_size = 0;         // write: num_tokens; attention/pipeline: num_seqs
   std::string writer;             // write, pipeline
@@ -88,10 +91,14 @@ struct Case {
   uint64_t seed = 1;
   std::string source;             // "file:line" of the table that made it
 
+  /// The kernel's page in tokens: kernel_block_size for kernel_pages, else block_size.
+  int64_t page_size() const { return layout == Scheme::KernelPages && kernel_block_size > 0 ? kernel_block_size : block_size; }
   /// Stable across runs, "/"-separated: kind/model/tp/head_size/layout/block_size/dtype/batch/
   /// [context range/]kernels/[values=V/]seed, where kernels is the writer, or writer+reader or
   /// writer+router, and "values=V/" appears only when V is not normal (ids of earlier cases stay);
   /// likewise "/stale=S" (S not random), "/pad=num_blocks+K" (padding not -1) and "/minblock=N" (N not 1).
+  /// The layout part carries the layout's parameter: "padded-5000B", "kernel_pages-k16",
+  /// "degenerate_strides-s0".
   /// The context part is "ctxMIN-MAX/" for a range, "ctx=L1+L2+.../" for an explicit list of up
   /// to 8 lengths, "ctx=N@HASH/" (N lengths, 64-bit FNV-1a of them in hex) for a longer one.
   /// An fp8 cache adds "kv=FMT/" and non-none scales "scales=G/" after the values part (ids of

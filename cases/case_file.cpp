@@ -187,6 +187,8 @@ struct CommonAxes {
   std::vector<int64_t> head_sizes, block_sizes;
   int tp = 1;
   int64_t padded = 0;
+  int64_t kernel_block_size = 0;          // kernel_pages layout
+  std::vector<int64_t> degenerate_strides;  // degenerate_strides layout
 };
 
 CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models) {
@@ -200,6 +202,25 @@ CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::s
   a.block_sizes = integers(c, t, "block_sizes", true, 1, 65536);
   a.dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
   a.padded = integer(c, t, "padded_page_bytes", 0, 0, int64_t(1) << 32);
+  // kernel_pages: block_sizes are the cache manager's blocks, kernel_block_size the kernel's page.
+  const bool kernel_pages = std::find(a.layouts.begin(), a.layouts.end(), "kernel_pages") != a.layouts.end();
+  a.kernel_block_size = integer(c, t, "kernel_block_size", 0, 1, 65536);
+  if (kernel_pages != (a.kernel_block_size > 0))
+    c.fail(t.get("kernel_block_size") ? *t.get("kernel_block_size") : static_cast<const toml::node&>(t),
+           "kernel_block_size",
+           kernel_pages ? "the kernel_pages layout needs kernel_block_size (the kernel's page, dividing block_sizes)"
+                        : "kernel_block_size applies to the kernel_pages layout only");
+  for (int64_t bs : a.block_sizes)
+    if (kernel_pages && bs % a.kernel_block_size != 0)
+      c.fail(*t.get("block_sizes"), "block_sizes",
+             fmt::format("block_size {} is not a multiple of kernel_block_size {} (kernel_pages: a manager block "
+                         "holds whole kernel pages)",
+                         bs, a.kernel_block_size));
+  const bool degenerate = std::find(a.layouts.begin(), a.layouts.end(), "degenerate_strides") != a.layouts.end();
+  a.degenerate_strides = integers(c, t, "degenerate_strides", false, 0, int64_t(1) << 40);
+  if (!degenerate && !a.degenerate_strides.empty())
+    c.fail(*t.get("degenerate_strides"), "degenerate_strides", "applies to the degenerate_strides layout only");
+  if (a.degenerate_strides.empty()) a.degenerate_strides = {0, 1, kDegenerateLargeStride};
   // The cache's element type (default: the K/V dtype) and the fp8 scales' granularity (default none).
   // fp16/bf16 name the 16-bit cache of cases of that dtype; scales apply to fp8 caches only.
   a.kv_cache_dtypes = strings(c, t, "kv_cache_dtype", false, {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"});
@@ -257,13 +278,21 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
             k.layout = *parse_scheme(layout);
             k.block_size = bs;
             k.padded_page_bytes = a.padded;
+            if (k.layout == Scheme::KernelPages) k.kernel_block_size = a.kernel_block_size;
             k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
             k.kv_cache_dtype = kvd == "fp8_e4m3fn"     ? KvCacheDType::Fp8E4m3fn
                                : kvd == "fp8_e4m3fnuz" ? KvCacheDType::Fp8E4m3fnuz
                                                        : KvCacheDType::Same;
             k.kv_scales = *parse_kv_scales(sc);
             k.source = where;
-            emit(k);
+            if (k.layout != Scheme::DegenerateStrides) {
+              emit(k);
+              continue;
+            }
+            for (int64_t stride : a.degenerate_strides) {
+              k.degenerate_stride = stride;
+              emit(k);
+            }
           }
   }
 }
@@ -272,7 +301,8 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
                   const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   only_keys(c, t, "write",
             {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
-             "padded_page_bytes", "expected_failure", "kv_cache_dtype", "kv_scales"});
+             "padded_page_bytes", "expected_failure", "kernel_block_size", "degenerate_strides", "kv_cache_dtype",
+             "kv_scales"});
   const std::pair<std::string, std::string> scope{fmt::format("{}:{}", c.file, t.source().begin.line), ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
@@ -490,8 +520,8 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
             {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
              "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
              "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries",
-             "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size", "stale",
-             "block_table_padding", "min_block_id", "kv_cache_dtype", "kv_scales"});
+             "kernel_block_size", "degenerate_strides", "sliding_window", "sinks", "softcap", "alibi", "tp_rank",
+             "partition_size", "stale", "block_table_padding", "min_block_id", "kv_cache_dtype", "kv_scales"});
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));

@@ -13,13 +13,15 @@ const char* to_string(CacheFormat f) {
     case CacheFormat::Flash: return "flash";
     case CacheFormat::PaV1: return "pa_v1";
     case CacheFormat::Shuffle: return "shuffle";
+    case CacheFormat::Hnd: return "hnd";
   }
   return "?";
 }
 
 const std::vector<Scheme>& all_schemes() {
   static const std::vector<Scheme> s{Scheme::Separate, Scheme::KvFirst, Scheme::Interleaved, Scheme::Padded,
-                                     Scheme::Packed,   Scheme::Offset,  Scheme::Large};
+                                     Scheme::Packed,   Scheme::Offset,  Scheme::Large,  Scheme::HeadInterleaved,
+                                     Scheme::DegenerateStrides, Scheme::KernelPages};
   return s;
 }
 
@@ -32,12 +34,15 @@ const char* to_string(Scheme s) {
     case Scheme::Packed: return "packed";
     case Scheme::Offset: return "offset";
     case Scheme::Large: return "large";
+    case Scheme::HeadInterleaved: return "head_interleaved";
+    case Scheme::DegenerateStrides: return "degenerate_strides";
+    case Scheme::KernelPages: return "kernel_pages";
   }
   return "?";
 }
 
 std::optional<CacheFormat> parse_cache_format(const std::string& s) {
-  for (auto f : {CacheFormat::Flash, CacheFormat::PaV1, CacheFormat::Shuffle})
+  for (auto f : {CacheFormat::Flash, CacheFormat::PaV1, CacheFormat::Shuffle, CacheFormat::Hnd})
     if (s == to_string(f)) return f;
   return std::nullopt;
 }
@@ -70,7 +75,7 @@ std::optional<std::vector<int64_t>> StridedView::index_of(int64_t elem) const {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride[a] > stride[b]; });
   std::vector<int64_t> idx(shape.size(), 0);
   for (size_t d : order) {
-    if (stride[d] == 0) continue;
+    if (stride[d] == 0 || shape[d] == 1) continue;  // a size-1 dim's index is 0 whatever its stride
     int64_t i = rem / stride[d];
     if (i >= shape[d]) return std::nullopt;
     idx[d] = i;
@@ -78,6 +83,13 @@ std::optional<std::vector<int64_t>> StridedView::index_of(int64_t elem) const {
   }
   if (rem != 0) return std::nullopt;
   return idx;
+}
+
+int apply_degenerate_strides(StridedView& v, int64_t stride) {
+  int n = 0;
+  for (size_t i = 0; i < v.shape.size(); ++i)
+    if (v.shape[i] == 1) v.stride[i] = stride, ++n;
+  return n;
 }
 
 std::vector<int64_t> cache_shape(CacheFormat format, bool is_value, const CacheGeometry& g) {
@@ -89,6 +101,7 @@ std::vector<int64_t> cache_shape(CacheFormat format, bool is_value, const CacheG
     case CacheFormat::Shuffle:
       if (is_value) return {g.num_blocks, g.num_kv_heads, g.block_size / g.x, g.head_size, g.x};
       return {g.num_blocks, g.num_kv_heads, g.head_size / g.x, g.block_size, g.x};
+    case CacheFormat::Hnd: return {g.num_blocks, g.num_kv_heads, g.block_size, g.head_size};
   }
   return {};
 }
@@ -110,18 +123,24 @@ std::vector<int64_t> block_strides(const std::vector<int64_t>& shape, int64_t bl
 }  // namespace
 
 LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheGeometry& g, int64_t padded_page_bytes,
-                                 int64_t storage_offset) {
+                                 int64_t storage_offset, int64_t degenerate_stride) {
   auto no = [](std::string why) { return LayoutOrReason{std::nullopt, std::move(why)}; };
   if (g.num_blocks <= 0 || g.block_size <= 0 || g.num_kv_heads <= 0 || g.head_size <= 0)
     return no("num_blocks, block_size, num_kv_heads and head_size must be positive");
-  if (format != CacheFormat::Flash && g.head_size % g.x != 0)
+  if (format != CacheFormat::Flash && format != CacheFormat::Hnd && g.head_size % g.x != 0)
     return no(fmt::format("head_size {} is not a multiple of x = {} ({} cache)", g.head_size, g.x, to_string(format)));
   if (format == CacheFormat::Shuffle && g.block_size % g.x != 0)
     return no(fmt::format("block_size {} is not a multiple of x = {} (shuffled V cache)", g.block_size, g.x));
   if (scheme == Scheme::Packed && format != CacheFormat::Flash)
     return no("packed last dim exists only for the flash (NHD) cache");
+  if (scheme == Scheme::HeadInterleaved && format == CacheFormat::Flash)
+    return no("head_interleaved needs the kv head as dim 1 (hnd, pa_v1, shuffle); the flash (NHD) cache has tokens there");
+  if (scheme == Scheme::DegenerateStrides && g.num_kv_heads != 1 && g.block_size != 1)
+    return no(fmt::format("degenerate_strides needs a size-1 cache dim (num_kv_heads or block_size 1); this case has "
+                          "num_kv_heads {} and block_size {}",
+                          g.num_kv_heads, g.block_size));
 
-  CacheLayout L{format, scheme, g, {}, {}, 0, 0};
+  CacheLayout L{format, scheme, g, {}, {}, 0, 0, scheme == Scheme::DegenerateStrides ? degenerate_stride : 0};
   const int64_t page = g.page_elems(), nb = g.num_blocks;
   L.key.shape = cache_shape(format, false, g);
   L.value.shape = cache_shape(format, true, g);
@@ -134,6 +153,8 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
       break;
     }
     case Scheme::KvFirst:
+    case Scheme::DegenerateStrides:  // the size-1 dims' strides are replaced below
+    case Scheme::KernelPages:        // geo is in kernel pages already
       L.block_stride = page;
       L.value.offset = nb * page;
       L.storage_elems = 2 * nb * page;
@@ -163,6 +184,17 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
       L.storage_elems = nb * padded;
       break;
     }
+    case Scheme::HeadInterleaved: {
+      // Storage (num_blocks, num_kv_heads, 2, head_page): K of head h, then V of head h.
+      const int64_t head_page = g.block_size * g.head_size;
+      L.block_stride = 2 * page;
+      L.value.offset = head_page;
+      L.storage_elems = nb * 2 * page;
+      L.key.stride = block_strides(L.key.shape, L.block_stride);
+      L.value.stride = block_strides(L.value.shape, L.block_stride);
+      L.key.stride[1] = L.value.stride[1] = 2 * head_page;
+      return {L, ""};
+    }
     case Scheme::Packed: {
       // Storage tensor (num_blocks, num_kv_heads, block_size, 2*head_size); the
       // flash view [block, token, head, dim] is a permuted view of it.
@@ -177,6 +209,10 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
   }
   L.key.stride = block_strides(L.key.shape, L.block_stride);
   L.value.stride = block_strides(L.value.shape, L.block_stride);
+  if (scheme == Scheme::DegenerateStrides) {
+    apply_degenerate_strides(L.key, degenerate_stride);
+    apply_degenerate_strides(L.value, degenerate_stride);
+  }
   return {L, ""};
 }
 
@@ -186,6 +222,8 @@ std::string CacheLayout::describe(int64_t elem) const {
     int64_t b = i[0], h, t, d;
     if (format == CacheFormat::Flash) {
       t = i[1], h = i[2], d = i[3];
+    } else if (format == CacheFormat::Hnd) {
+      h = i[1], t = i[2], d = i[3];
     } else if (&v == &key || format == CacheFormat::Shuffle) {
       h = i[1];
       if (&v == &key) d = i[2] * geo.x + i[4], t = i[3];

@@ -15,7 +15,9 @@ namespace kvh {
 ///   flash:   K, V [num_blocks, block_size, num_kv_heads, head_size]
 ///   pa_v1:   K [num_blocks, num_kv_heads, head_size/x, block_size, x], V [num_blocks, num_kv_heads, head_size, block_size]
 ///   shuffle: K as pa_v1, V [num_blocks, num_kv_heads, block_size/x, head_size, x]
-enum class CacheFormat { Flash, PaV1, Shuffle };
+///   hnd:     K, V [num_blocks, num_kv_heads, block_size, head_size] (heads before tokens, FlashInfer's HND)
+/// The values equal kvh_cache_format's (provider.h), so a kernel's format converts by a cast.
+enum class CacheFormat { Flash = 0, PaV1 = 1, Shuffle = 2, Hnd = 3 };
 
 /// How the two caches sit in memory:
 ///   separate     two allocations (one storage here, with a gap between them)
@@ -26,7 +28,27 @@ enum class CacheFormat { Flash, PaV1, Shuffle };
 ///   offset       kv_first viewed from a non-zero storage offset
 ///   large        interleaved with more than 65,535 blocks, so that element offsets
 ///                inside each of the K and V views pass 2^31
-enum class Scheme { Separate, KvFirst, Interleaved, Padded, Packed, Offset, Large };
+///   head_interleaved  K and V pages alternate per kv head inside a block,
+///                storage (num_blocks, num_kv_heads, 2, page of one head): the head
+///                stride is twice the dense one (formats whose dim 1 is the kv head:
+///                hnd, pa_v1, shuffle)
+///   degenerate_strides  kv_first, with every size-1 dim of the K and V views
+///                given a stride other than the canonical one (0, 1 or a large
+///                value, as PyTorch leaves after unbind/permute); the harness does
+///                the same to the query and key/value views (apply_degenerate_strides)
+///   kernel_pages kv_first storage cut into the kernel's pages: the cache
+///                manager's block (Case::block_size) holds block_size /
+///                kernel_block_size kernel pages; geometry, views and block tables
+///                are in kernel pages, slot_mapping in manager blocks (the same
+///                token numbers: manager block b, token t = kernel page
+///                b*r + t/kernel_block_size, token t%kernel_block_size)
+enum class Scheme { Separate, KvFirst, Interleaved, Padded, Packed, Offset, Large, HeadInterleaved, DegenerateStrides,
+                    KernelPages };
+
+/// The "large" stride of degenerate_strides: past 2^31, so that a kernel that
+/// multiplies a size-1 dim's stride by anything, or keeps strides in 32 bits,
+/// reads far outside the cache.
+constexpr int64_t kDegenerateLargeStride = int64_t(1) << 31;
 
 const char* to_string(CacheFormat f);
 const char* to_string(Scheme s);
@@ -50,6 +72,10 @@ struct StridedView {
   std::optional<std::vector<int64_t>> index_of(int64_t elem) const;
 };
 
+/// Sets the stride of every size-1 dim of `v` to `stride` (addresses do not
+/// change: such a dim's index is always 0). Returns how many dims it changed.
+int apply_degenerate_strides(StridedView& v, int64_t stride);
+
 /// Sizes of one paged cache, in elements or tokens. x = 16 / element bytes.
 struct CacheGeometry {
   int64_t num_blocks = 0, block_size = 0, num_kv_heads = 0, head_size = 0;
@@ -66,6 +92,7 @@ struct CacheLayout {
   StridedView key, value;
   int64_t storage_elems = 0;
   int64_t block_stride = 0;  // storage elements between consecutive blocks of K (same for V)
+  int64_t degenerate_stride = 0;  // degenerate_strides: the stride given to size-1 dims (the harness's views too)
   /// Names storage element `elem` for error messages: "K page of block 17
   /// (head 0, token 3, dim 12)", "page padding of block 4", "gap between the K
   /// and V allocations", "unused storage".
@@ -76,13 +103,17 @@ struct CacheLayout {
 /// (e.g. "packed last dim exists only for the flash cache", "head_size 80 is
 /// not a multiple of x = 16"). `padded_page_bytes` is the padded page size of
 /// the padded scheme (0: twice the K+V page), `storage_offset` the offset of
-/// the offset scheme.
+/// the offset scheme, `degenerate_stride` the stride of the size-1 dims of the
+/// degenerate_strides scheme (which needs at least one: num_kv_heads or
+/// block_size 1, else the reason says so). For kernel_pages, `geo` is in
+/// kernel pages (num_blocks pages of block_size tokens).
 struct LayoutOrReason {
   std::optional<CacheLayout> layout;
   std::string reason;
 };
 LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheGeometry& geo,
-                                 int64_t padded_page_bytes = 0, int64_t storage_offset = 0);
+                                 int64_t padded_page_bytes = 0, int64_t storage_offset = 0,
+                                 int64_t degenerate_stride = 0);
 
 /// Tensor shape of a cache in `format` (outermost first).
 std::vector<int64_t> cache_shape(CacheFormat format, bool is_value, const CacheGeometry& geo);

@@ -83,5 +83,63 @@ TEST(Layout, DescribeNamesMarginsAndGaps) {
   EXPECT_EQ(L.describe(1024 + 64 * 3 + 5), "K page of block 1 (head 0, token 3, dim 5)");
 }
 
+TEST(Layout, HndIsHeadsBeforeTokens) {
+  auto r = make_cache_layout(CacheFormat::Hnd, Scheme::KvFirst, geo(3, 16, 2, 64));
+  ASSERT_TRUE(r.layout) << r.reason;
+  EXPECT_EQ(r.layout->key.str(), "(3,2,16,64):(2048,1024,64,1)+0");
+  EXPECT_EQ(r.layout->value.str(), "(3,2,16,64):(2048,1024,64,1)+6144");
+  EXPECT_EQ(r.layout->describe(2048 + 1024 + 64 * 5 + 7), "K page of block 1 (head 1, token 5, dim 7)");
+  EXPECT_TRUE(make_cache_layout(CacheFormat::Hnd, Scheme::KvFirst, geo(3, 16, 2, 60)).layout) << "no x split";
+  EXPECT_EQ(parse_cache_format("hnd"), CacheFormat::Hnd);
+}
+
+// K and V pages alternate per kv head: storage (num_blocks, num_kv_heads, 2, block_size*head_size).
+TEST(Layout, HeadInterleavedDoublesTheHeadStride) {
+  auto r = make_cache_layout(CacheFormat::Hnd, Scheme::HeadInterleaved, geo(3, 16, 2, 64));
+  ASSERT_TRUE(r.layout) << r.reason;
+  EXPECT_EQ(r.layout->key.str(), "(3,2,16,64):(4096,2048,64,1)+0");
+  EXPECT_EQ(r.layout->value.str(), "(3,2,16,64):(4096,2048,64,1)+1024");
+  EXPECT_EQ(r.layout->describe(4096 + 2048 + 1024 + 3), "V page of block 1 (head 1, token 0, dim 3)");
+  auto pa = make_cache_layout(CacheFormat::PaV1, Scheme::HeadInterleaved, geo(3, 16, 2, 64));
+  ASSERT_TRUE(pa.layout);
+  EXPECT_EQ(pa.layout->value.str(), "(3,2,64,16):(4096,2048,16,1)+1024");
+  auto nhd = make_cache_layout(CacheFormat::Flash, Scheme::HeadInterleaved, geo(3, 16, 2, 64));
+  EXPECT_FALSE(nhd.layout);
+  EXPECT_NE(nhd.reason.find("needs the kv head as dim 1"), std::string::npos) << nhd.reason;
+}
+
+TEST(Layout, DegenerateStridesReplaceOnlySizeOneDims) {
+  for (int64_t s : {int64_t(0), int64_t(1), kDegenerateLargeStride}) {
+    auto r = make_cache_layout(CacheFormat::Flash, Scheme::DegenerateStrides, geo(3, 16, 1, 64), 0, 0, s);
+    ASSERT_TRUE(r.layout) << r.reason;
+    EXPECT_EQ(r.layout->key.stride, (std::vector<int64_t>{1024, 64, s, 1}));
+    EXPECT_EQ(r.layout->degenerate_stride, s);
+    // Every owned element is still found, whatever the size-1 dim's stride.
+    const auto& v = r.layout->value;
+    int64_t owned = 0;
+    for (int64_t e = 0; e < r.layout->storage_elems; ++e) owned += v.index_of(e).has_value();
+    EXPECT_EQ(owned, v.numel()) << s;
+  }
+  auto hnd = make_cache_layout(CacheFormat::Hnd, Scheme::DegenerateStrides, geo(3, 1, 2, 64), 0, 0, 1);
+  ASSERT_TRUE(hnd.layout);
+  EXPECT_EQ(hnd.layout->key.str(), "(3,2,1,64):(128,64,1,1)+0");  // block_size 1 is the size-1 dim
+  auto none = make_cache_layout(CacheFormat::Hnd, Scheme::DegenerateStrides, geo(3, 16, 2, 64));
+  EXPECT_FALSE(none.layout);
+  EXPECT_NE(none.reason.find("needs a size-1 cache dim"), std::string::npos);
+  StridedView q{{1, 4, 64}, {768, 64, 1}, 0};
+  EXPECT_EQ(apply_degenerate_strides(q, 0), 1);
+  EXPECT_EQ(q.str(), "(1,4,64):(0,64,1)+0");
+}
+
+// geo is in kernel pages already: the layout is kv_first's, the harness expands the tables.
+TEST(Layout, KernelPagesAreKvFirstInKernelPages) {
+  auto r = make_cache_layout(CacheFormat::Flash, Scheme::KernelPages, geo(8, 16, 2, 64));
+  auto kv = make_cache_layout(CacheFormat::Flash, Scheme::KvFirst, geo(8, 16, 2, 64));
+  ASSERT_TRUE(r.layout && kv.layout);
+  EXPECT_EQ(r.layout->key.str(), kv.layout->key.str());
+  EXPECT_EQ(r.layout->value.str(), kv.layout->value.str());
+  EXPECT_EQ(parse_scheme("kernel_pages"), Scheme::KernelPages);
+}
+
 }  // namespace
 }  // namespace kvh

@@ -344,10 +344,25 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
 
   // 3. The sequences and the layout.
   std::mt19937_64 rng(r.data_seed);
-  const Sequences s = make_sequences(c, rng);
+  const Sequences s = make_sequences(c, rng);  // block tables and slots in the cache manager's blocks
   r.context_lens = s.context_lens;
-  CacheGeometry g{s.num_blocks, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
-  auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes);
+  // kernel_pages: the reader gets its tables in kernel pages, manager block m = pages m*r .. m*r+r-1.
+  // Padding entries stay out of range in kernel pages: -1, or num_pages + K (num_pages = num_blocks * r),
+  // whose pages lie in the cache arena's margins like the manager blocks' would.
+  const int64_t page = c.page_size(), pages_per_block = c.block_size / page, max_pages = s.max_blocks * pages_per_block;
+  const int64_t num_pages = s.num_blocks * pages_per_block;
+  const int32_t page_padding_id = c.block_table_padding < 0 ? -1 : int32_t(num_pages + c.block_table_padding);
+  std::vector<int32_t> page_tables = s.block_tables;
+  if (pages_per_block > 1) {
+    page_tables.assign(size_t(c.batch_size * max_pages), page_padding_id);
+    for (int64_t i = 0; i < c.batch_size; ++i)
+      for (int64_t j = 0; j < max_pages; ++j) {
+        const int32_t m = s.block_tables[size_t(i * s.max_blocks + j / pages_per_block)];
+        if (m != s.padding_id) page_tables[size_t(i * max_pages + j)] = int32_t(m * pages_per_block + j % pages_per_block);
+      }
+  }
+  const CacheGeometry g = case_geometry(c, s.num_blocks);
+  auto made = make_cache_layout(CacheFormat(rd->cache_format), c.layout, g, c.padded_page_bytes, 0, c.degenerate_stride);
   if (!made.layout) return unsupported(made.reason);
   const CacheLayout& L = *made.layout;
   r.key_layout = L.key.str();
@@ -432,9 +447,9 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     device::Buffer d_out(out.bytes().size()), d_slots(std::max<size_t>(s.slots.size(), 1) * 8);
     // block_tables and context_lens in guarded arenas: context_lens's margins hold sentinels,
     // block_tables's the padding id, so a read past the table's end gets an out-of-range page too.
-    GuardedArena bt(int64_t(s.block_tables.size()), 4, kSmallMargin), cl(S, 4, kSmallMargin);
-    std::fill_n(reinterpret_cast<int32_t*>(bt.bytes().data()), bt.bytes().size() / 4, s.padding_id);
-    std::copy(s.block_tables.begin(), s.block_tables.end(), bt.storage_as<int32_t>());
+    GuardedArena bt(int64_t(page_tables.size()), 4, kSmallMargin), cl(S, 4, kSmallMargin);
+    std::fill_n(reinterpret_cast<int32_t*>(bt.bytes().data()), bt.bytes().size() / 4, page_padding_id);
+    std::copy(page_tables.begin(), page_tables.end(), bt.storage_as<int32_t>());
     std::copy(s.context_lens.begin(), s.context_lens.end(), cl.storage_as<int32_t>());
     device::Buffer d_bt(bt.bytes().size()), d_cl(cl.bytes().size());
     d_out.upload(out.bytes().data(), out.bytes().size());
@@ -490,26 +505,28 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       add_cause(r.v, component::kRouter, reason::kMisroute, misroute);
       if (!options.launch_misrouted) return r;
     }
-    // The pages just outside the cache (block -1, blocks num_blocks .. num_blocks + K) hold NaN:
-    // a reader that brings a padding entry's page into its arithmetic writes NaN.
+    // The pages just outside the cache (page -1, pages num_pages .. num_pages + K; L's pages are
+    // the kernel's) hold NaN (an fp8 cache: its format's NaN code): a reader that brings a padding
+    // entry's page into its arithmetic writes NaN.
     enter_phase(Phase::AllocFill);
     const int64_t past = std::max<int64_t>(c.block_table_padding, 0) + 1;
     const uint16_t nan_page = c.fp8_cache() ? padding_page_code8(c.kv_cache_dtype == KvCacheDType::Fp8E4m3fnuz)
                                             : padding_page_bits(c.dtype);
     for (DeviceArena* arena : {&cache, &snapshot}) {
       arena->fill_pages(L, -1, 1, nan_page);
-      arena->fill_pages(L, s.num_blocks, past, nan_page);
+      arena->fill_pages(L, num_pages, past, nan_page);
     }
 
     kvh_attention_args a{};
     const kvh_dtype dt = to_kvh(c.dtype);
     a.out = to_tensor(StridedView{{S, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d_out.get()) + 4096, 2, dt);
-    a.query = to_tensor(step.views.q, step.buf.get(), 2, dt);
+    a.query = to_tensor(kernel_view(step.views.q, L), step.buf.get(), 2, dt);
     a.key_cache = to_tensor(L.key, cache.storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
     a.value_cache = to_tensor(L.value, cache.storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
-    a.block_tables = contiguous_tensor(static_cast<uint8_t*>(d_bt.get()) + kSmallMargin, {S, s.max_blocks}, KVH_DT_I32);
+    a.block_tables = contiguous_tensor(static_cast<uint8_t*>(d_bt.get()) + kSmallMargin, {S, max_pages}, KVH_DT_I32);
     a.context_lens = contiguous_tensor(static_cast<uint8_t*>(d_cl.get()) + kSmallMargin, {S}, KVH_DT_I32);
-    a.block_size = c.block_size;
+    a.block_size = page;
+    a.cache_block_size = pages_per_block > 1 ? c.block_size : 0;
     a.max_context_len = *std::max_element(s.context_lens.begin(), s.context_lens.end());
     a.scale = float(scale);
     a.k_scale = a.v_scale = 1.f;  // an fp8 cache without scale tensors: the scale is 1

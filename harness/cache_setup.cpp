@@ -25,7 +25,7 @@ LaunchFailure launch_failure(const Kernel& k, int rc) {
 KernelUse kernel_use(const Case& c, int32_t cache_format) {
   KernelUse u;
   u.head_size = c.head_size;
-  u.block_size = c.block_size;
+  u.block_size = c.page_size();
   u.num_heads = c.num_heads;
   u.num_kv_heads = c.num_kv_heads;
   u.dtype = to_kvh(c.dtype);
@@ -33,6 +33,17 @@ KernelUse kernel_use(const Case& c, int32_t cache_format) {
   u.cache_dtype = cache_kvh_dtype(c);
   u.kv_scales = to_kvh(c.kv_scales);
   return u;
+}
+
+CacheGeometry case_geometry(const Case& c, int64_t manager_blocks) {
+  const int64_t page = c.page_size(), r = c.block_size / page;
+  return CacheGeometry{manager_blocks * r, page, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
+}
+
+StridedView kernel_view(const StridedView& v, const CacheLayout& L) {
+  StridedView out = v;
+  if (L.scheme == Scheme::DegenerateStrides) apply_degenerate_strides(out, L.degenerate_stride);
+  return out;
 }
 
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
@@ -47,8 +58,8 @@ int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const 
     a.k_scales = scales->k_tensor();
     a.v_scales = scales->v_tensor();
   }
-  a.key = to_tensor(qkv.k, d_qkv, 2, dt);
-  a.value = to_tensor(qkv.v, d_qkv, 2, dt);
+  a.key = to_tensor(kernel_view(qkv.k, L), d_qkv, 2, dt);
+  a.value = to_tensor(kernel_view(qkv.v, L), d_qkv, 2, dt);
   a.slot_mapping = contiguous_tensor(d_slots, {num_tokens}, KVH_DT_I64);
   a.block_size = L.geo.block_size;
   return w.write(&a, nullptr);

@@ -37,12 +37,25 @@ struct LaunchFailure {
 };
 LaunchFailure launch_failure(const Kernel& k, int rc);
 
-/// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities).
+/// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities);
+/// its block_size is the kernel's page (Case::page_size: kernel_block_size under kernel_pages).
 KernelUse kernel_use(const Case& c, int32_t cache_format);
 
-/// The cache tensors get `cache_dtype` (an fp8 one: L's elements are bytes) and, when
-/// `scales` is given, its k_scales/v_scales with their granularity.
+/// The geometry of case `c`'s cache of `manager_blocks` blocks of c.block_size
+/// tokens, in the kernel's pages: under kernel_pages, manager_blocks * r pages of
+/// kernel_block_size tokens (r = block_size / kernel_block_size); else as given.
+/// Elements of the case's cache dtype (fp8: bytes, x = 16).
+CacheGeometry case_geometry(const Case& c, int64_t manager_blocks);
+
+/// `v` as a kernel gets it: under the degenerate_strides layout every size-1 dim
+/// carries L.degenerate_stride (query and key/value views, like the cache's).
+StridedView kernel_view(const StridedView& v, const CacheLayout& L);
+
 class KvScaleTensors;
+/// Calls writer `w` (block_size = the layout's page, L.geo.block_size; key and
+/// value through kernel_view). The cache tensors get `cache_dtype` (an fp8 one:
+/// L's elements are bytes) and, when `scales` is given, its k_scales/v_scales
+/// with their granularity.
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
                   void* d_slots, int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
                   const KvScaleTensors* scales = nullptr);

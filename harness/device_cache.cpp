@@ -39,6 +39,9 @@ device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
     case CacheFormat::Flash:  // [b, t, h, d]
       m.st_lo = s[1], m.sh = s[2], m.sd_lo = s[3];
       return m;
+    case CacheFormat::Hnd:  // [b, h, t, d]
+      m.sh = s[1], m.st_lo = s[2], m.sd_lo = s[3];
+      return m;
     case CacheFormat::PaV1:
       if (is_value) {  // [b, h, d, t]
         m.sh = s[1], m.sd_lo = s[2], m.st_lo = s[3];

@@ -32,6 +32,8 @@ nlohmann::json case_result_json(const CaseResult& cr) {
   e["variant_name"] = str_or_null(c.variant_name);
   e["hybrid"] = c.hybrid;
   e["padded_page_bytes"] = c.padded_page_bytes;
+  e["kernel_block_size"] = c.kernel_block_size;  // kernel_pages: the kernel's page; 0 otherwise
+  e["degenerate_stride"] = c.degenerate_stride;  // degenerate_strides: the size-1 dims' stride; 0 otherwise
   e["writer"] = str_or_null(c.writer);
   e["reader"] = str_or_null(c.reader);
   e["router_policy"] = str_or_null(c.router_policy);

@@ -124,6 +124,8 @@ Case rebuild_case(const json& e) {
     c.block_table_padding = *padding;
   }
   if (c.kind != CaseKind::Write && e.contains("min_block_id")) c.min_block_id = num<int64_t>(e, "min_block_id");
+  if (e.contains("kernel_block_size")) c.kernel_block_size = num<int64_t>(e, "kernel_block_size");
+  if (e.contains("degenerate_stride")) c.degenerate_stride = num<int64_t>(e, "degenerate_stride");
   if (e.contains("sliding_window")) c.sliding_window = num<int64_t>(e, "sliding_window");
   if (e.contains("sinks")) c.sinks = boolean(e, "sinks");
   if (e.contains("softcap")) c.softcap = num<double>(e, "softcap");

@@ -89,6 +89,28 @@ TEST(ResultsIo, AnEntryReadsBackToTheSameEntry) {
   EXPECT_EQ(case_result_from_json(e).data_seed, cr.data_seed);
 }
 
+// The layout parameters of issue 12 are part of the id: they must come back, and an entry
+// that lacks one (a results.json of an older kvharness) rebuilds to another id, refused.
+TEST(ResultsIo, LayoutParametersReadBack) {
+  for (const auto& [scheme, key] : {std::pair{Scheme::KernelPages, "kernel_block_size"},
+                                    std::pair{Scheme::DegenerateStrides, "degenerate_stride"}}) {
+    CaseResult cr;
+    cr.c = sample_case();
+    cr.c.layout = scheme;
+    cr.c.block_size = 64;
+    if (scheme == Scheme::KernelPages) cr.c.kernel_block_size = 16;
+    else cr.c.degenerate_stride = int64_t(1) << 31;
+    const nlohmann::json e = case_result_json(cr);
+    EXPECT_EQ(case_result_json(case_result_from_json(e)), e) << key;
+    const Case back = case_result_from_json(e).c;
+    EXPECT_EQ(back.kernel_block_size, cr.c.kernel_block_size);
+    EXPECT_EQ(back.degenerate_stride, cr.c.degenerate_stride);
+    nlohmann::json old = e;
+    old.erase(key);
+    EXPECT_THROW(case_result_from_json(old), std::runtime_error) << key << " absent: another id";
+  }
+}
+
 TEST(ResultsIo, AnEntryThatDoesNotFitIsRefusedByField) {
   CaseResult cr;
   cr.c = sample_case();

@@ -62,9 +62,9 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   if (std::string why = w->outside_capabilities(kernel_use(c, w->cache_format)); !why.empty()) return unsupported(why);
 
   CacheGeometry g{0, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
-  g.num_blocks = write_case_num_blocks(c, g.page_elems());
+  g = case_geometry(c, write_case_num_blocks(c, g.page_elems()));  // kernel_pages: in kernel pages
   const CacheFormat format = CacheFormat(w->cache_format);
-  auto made = make_cache_layout(format, c.layout, g, c.padded_page_bytes);
+  auto made = make_cache_layout(format, c.layout, g, c.padded_page_bytes, 0, c.degenerate_stride);
   if (!made.layout) return unsupported(made.reason);
   const CacheLayout& L = *made.layout;
   r.key_layout = L.key.str();
@@ -76,7 +76,7 @@ CaseResult run_write_case(const Case& c, const Registry& registry, const TimingO
   // The slots come from the case's mt19937_64 stream after the four draws that seeded its inputs
   // before they became counter-based: every case keeps the slots it always had.
   rng.discard(4);
-  const auto slots = make_slots(c, g.num_blocks, rng);
+  const auto slots = make_slots(c, g.num_blocks * g.block_size / c.block_size, rng);  // in manager blocks
 
   const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
   try {

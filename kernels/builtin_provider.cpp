@@ -3,11 +3,15 @@
 #include "kernel_desc.h"
 
 extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args*, void*);
+extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_shuffle(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_shuffle_contiguous(const kvh_write_args*, void*);
 extern "C" int kvh_paged_attention_v1(const kvh_attention_args*, void*);
 extern "C" int kvh_paged_attention_rocm(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_nhd(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_hnd(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_nhd_manager_pages(const kvh_attention_args*, void*);
 extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
 extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_fp8_fnuz_read_as_fn(const kvh_attention_args*, void*);
@@ -50,11 +54,34 @@ kvh_capabilities general_caps() {
 }
 const kvh_capabilities kAsmCaps = asm_caps();
 const kvh_capabilities kGeneralCaps = general_caps();
+
+// The NHD/HND readers declare what a production FlashInfer/FlashAttention-style
+// decode kernel compiles dispatch entries for: power-of-two pages up to 256
+// (and 1), GQA groups up to 16 (every preset model's ratio), fp16 and bf16.
+// The kernel itself would run any block size; the declaration is what a case
+// or a router must respect (a hybrid model's 544-token manager block reaches
+// these readers only through kernel_pages, as 16-token kernel pages). They are
+// the same split-K kernel as paged_attention_rocm, so they apply all four
+// score modifiers (kernels/score_modifiers_test.cpp runs them).
+const int32_t kPageBlockSizes[] = {1, 8, 16, 32, 64, 128, 256};
+kvh_capabilities page_caps() {
+  kvh_capabilities c{};
+  c.block_sizes = kPageBlockSizes;
+  c.num_block_sizes = int32_t(sizeof(kPageBlockSizes) / sizeof(kPageBlockSizes[0]));
+  c.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
+  c.max_gqa_ratio = 16;
+  c.modifiers = kAllModifiers;
+  return c;
+}
+const kvh_capabilities kPageCaps = page_caps();
 const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
 
 const kvh_kernel_desc kBuiltins[] = {
     writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
                                              KVH_CACHE_NHD, 0, &kFp8Caps),
+    writer_desc<kvh_reshape_and_cache_flash_hnd>(
+        "reshape_and_cache_flash_hnd",
+        "the flash writer given an HND cache (a permuted view of NHD order), stride-aware", KVH_CACHE_HND, 0),
     writer_desc<kvh_reshape_and_cache>("reshape_and_cache", "pa_v1 (shuffle=0) cache writer, stride-aware",
                                        KVH_CACHE_PA_V1, 0, &kFp8Caps),
     writer_desc<kvh_reshape_and_cache_shuffle>("reshape_and_cache_shuffle",
@@ -72,6 +99,19 @@ const kvh_kernel_desc kBuiltins[] = {
         "paged_attention_rocm",
         "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
         KVH_CACHE_SHUFFLE, 0, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_paged_attention_nhd>("paged_attention_nhd",
+                                         "paged decode attention, NHD K and V (FlashAttention-style), split-K, "
+                                         "stride-aware",
+                                         KVH_CACHE_NHD, 0, kSplitK, &kPageCaps),
+    reader_desc<kvh_paged_attention_hnd>("paged_attention_hnd",
+                                         "paged decode attention, HND K and V (FlashInfer-style), split-K, "
+                                         "stride-aware",
+                                         KVH_CACHE_HND, 0, kSplitK, &kPageCaps),
+    reader_desc<kvh_paged_attention_nhd_manager_pages>(
+        "fixture_paged_attention_nhd_manager_pages",
+        "REGRESSION FIXTURE: NHD reader that takes the page index from the cache manager's block size "
+        "(cache_block_size) instead of the kernel's page (block_size)",
+        KVH_CACHE_NHD, 1, kSplitK, &kPageCaps),
     reader_desc<kvh_fixture_fp8_fnuz_read_as_fn>(
         "fixture_fp8_fnuz_read_as_fn",
         "REGRESSION FIXTURE: paged_attention_rocm that decodes an e4m3fnuz cache as e4m3fn (values 2x, 0x80 read as -0)",

@@ -138,7 +138,7 @@ int launch_pa_fwd_hd128(const kvh_attention_args* a, void* stream) {
   if (hipError_t e = check_attention_args(*a, KVH_CACHE_SHUFFLE, /*check_head_size=*/false); e != hipSuccess) return e;
   const int64_t num_seqs = a->query.shape[0];
   if (num_seqs == 0) return hipSuccess;
-  const AttentionParams p = make_attention_params(*a);
+  const AttentionParams p = make_attention_params(*a, KVH_CACHE_SHUFFLE);
   const int group = p.num_heads / p.num_kv_heads;
   const dim3 grid(unsigned(p.num_kv_heads * ((group + kGroupHeads - 1) / kGroupHeads)), unsigned(num_seqs));
   return with_reader_types(*a, [&](auto t, auto c) {

@@ -1,6 +1,7 @@
 // Paged decode attention with split-K partitions: one query token per
-// sequence; K in the x-split layout, V in pa_v1 or shuffle layout (one source,
-// templated on the V layout and the element type). Included by
+// sequence; one source, templated on the cache format and the element type:
+// pa_v1 and shuffle (x-split K), NHD and HND (K and V alike). The format only
+// chooses the addressing (attention_args.h KLayout/VLayout). Included by
 // paged_attention.hip (the readers) and testing/planted_readers.hip (known-bad
 // variants built from the same code through the Variant policy).
 //
@@ -74,6 +75,14 @@ struct CorrectVariant {
   static KVH_HD float reduce_reference_max(float global_max, const float* /*maxima*/, int /*np*/) { return global_max; }
   /// Partition p's weight in the reduce: its exp-sum rescaled from its own max to `ref`.
   static KVH_HD float partition_weight(float exp_sum, float max_logit, float ref) { return exp_sum * expf(max_logit - ref); }
+  /// The block_tables column of token t: t / block_size, the kernel's page
+  /// (cache_block_size is the manager's block, a multiple of it; the tables
+  /// are already in kernel pages). The token's slot in that page is t % block_size.
+  static KVH_HD int64_t page_index(const AttentionParams& a, int64_t t) { return t / a.block_size; }
+  /// What the launcher derives from the args beyond make_attention_params
+  /// (host side, before launch): nothing; a planted reader replaces a stride
+  /// or extent here the way a kernel that mis-reads its views would.
+  static void adjust_params(AttentionParams&, const kvh_attention_args&) {}
   /// Lanes a softmax max/sum reduction combines: all L lanes of a head's group.
   static KVH_HD int reduce_width(int lanes) { return lanes; }
   /// Whether P.V waits for every head's softmax numerators (it must).
@@ -126,7 +135,7 @@ KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partiti
   return int64_t(nh) * (head_size + partition_size + 3 + (kPaThreads / lanes) * head_size);
 }
 
-template <class T, class C, int kVFormat, class Variant>
+template <class T, class C, int kFormat, class Variant>
 __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(AttentionParams a, SplitK sk) {
   const int p = int(blockIdx.x), s = int(blockIdx.z);
   const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size, P = sk.partition_size;
@@ -166,10 +175,14 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
 
   // Cache elements through the policy C (cache_fp8.h): 16-bit as they are, fp8 decoded, times the scale.
   using E = typename C::Storage;
-  constexpr int x = C::kX;  // 16 bytes / cache element = key_cache.shape[4], checked
+  constexpr int x = C::kX;  // 16 bytes / cache element = key_cache.shape[4] of an x-split K, checked
+  using KL = KLayout<kFormat>;
+  using VL = VLayout<kFormat>;
   const E* kc = static_cast<const E*>(a.key_cache);
   const E* vc = static_cast<const E*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
+  const int64_t page = a.block_size;
+  const int64_t k_chunk = KL::chunk_stride(a.k_s, x), k_elem = KL::elem_stride(a.k_s);
   for (int i = tid; i < n; i += nt) {
     const int64_t t = t0 + i;
     if (t < first) {  // masked by the sliding window: no load
@@ -177,13 +190,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
         if (j < nh) logits[j * P + i] = Variant::masked_logit(a.mods);
       continue;
     }
-    const int64_t blk = bt[(t / a.block_size) * a.bt_s[1]];
-    const E* k = kc + k_token_offset(a.k_s, blk, kv, t % a.block_size);
-    const float ksc = Variant::kv_scale(a, false, blk, t / a.block_size, kv, t % a.block_size);
+    const int64_t pi = Variant::page_index(a, t), blk = bt[pi * a.bt_s[1]];
+    const E* k = kc + KL::token_offset(a.k_s, blk, kv, t % page);
+    const float ksc = Variant::kv_scale(a, false, blk, pi, kv, t % page);
     float dot[kMaxGroupHeads] = {};
     for (int c = 0; c < hs / x; ++c)
       for (int e = 0; e < x; ++e) {
-        const float kval = C::load(k, c * a.k_s[2] + e * a.k_s[4]) * ksc;
+        const float kval = C::load(k, c * k_chunk + e * k_elem) * ksc;
         for (int j = 0; j < kMaxGroupHeads; ++j)
           if (j < nh) dot[j] += q_s[j * hs + c * x + e] * kval;
       }
@@ -224,12 +237,12 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   const int lanes = nt < hs ? nt : hs, groups = nt / lanes, g = tid / lanes, lane = tid % lanes;
   if (g < groups) {
     float acc[kMaxGroupHeads][kPaMaxDimsPerThread] = {};
-    const int64_t dim_stride = VLayout<kVFormat>::dim_stride(a.v_s);
+    const int64_t dim_stride = VL::dim_stride(a.v_s);
     const int i0 = first > t0 ? first - t0 : 0;  // masked tokens weigh 0: skip their V
     for (int i = i0 + g; i < n; i += groups) {
-      const int64_t t = t0 + i, blk = bt[(t / a.block_size) * a.bt_s[1]];
-      const E* v = vc + VLayout<kVFormat>::token_offset(a.v_s, x, blk, kv, t % a.block_size);
-      const float vsc = Variant::kv_scale(a, true, blk, t / a.block_size, kv, t % a.block_size);
+      const int64_t t = t0 + i, pi = Variant::page_index(a, t), blk = bt[pi * a.bt_s[1]];
+      const E* v = vc + VL::token_offset(a.v_s, x, blk, kv, t % page);
+      const float vsc = Variant::kv_scale(a, true, blk, pi, kv, t % page);
       for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
         const int d = lane + k * lanes;
         if (d >= hs) break;
@@ -312,12 +325,12 @@ inline uint64_t paged_attention_workspace_bytes(const kvh_attention_args& a) {
   return uint64_t(4) * uint64_t(a.query.shape[0] * a.query.shape[1] * np * (2 + a.query.shape[2]));
 }
 
-template <class T, class C, int kVFormat, class Variant>
+template <class T, class C, int kFormat, class Variant>
 hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& sk, int64_t num_seqs,
                                         hipStream_t stream) {
   const int group = p.num_heads / p.num_kv_heads, chunks = (group + kMaxGroupHeads - 1) / kMaxGroupHeads;
   const size_t shared1 = sizeof(float) * size_t(partition_shared_floats(chunk_heads(group, 0), p.head_size, sk.partition_size));
-  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, C, kVFormat, Variant>),
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, C, kFormat, Variant>),
                      dim3(unsigned(sk.max_partitions), unsigned(p.num_kv_heads * chunks), unsigned(num_seqs)),
                      dim3(kPaThreads), shared1, stream, p, sk);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return e;
@@ -333,9 +346,9 @@ hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& 
 /// bytes when more than one partition) and launches kernel 1 and, when
 /// max_context_len > partition_size, the reduce. Returns 0 or a HIP error code;
 /// nothing is launched on hipErrorInvalidValue.
-template <int kVFormat, class Variant = CorrectVariant>
+template <int kFormat, class Variant = CorrectVariant>
 int launch_paged_attention(const kvh_attention_args& a, void* stream) {
-  if (hipError_t e = check_attention_args(a, kVFormat, /*check_head_size=*/true); e != hipSuccess) return e;
+  if (hipError_t e = check_attention_args(a, kFormat, /*check_head_size=*/true); e != hipSuccess) return e;
   const int64_t num_seqs = a.query.shape[0];
   if (num_seqs == 0) return hipSuccess;
   const int32_t ps = resolved_partition_size(a);
@@ -351,10 +364,11 @@ int launch_paged_attention(const kvh_attention_args& a, void* stream) {
     sk.exp_sums = sk.max_logits + n;
     sk.tmp_out = sk.exp_sums + n;
   }
-  const AttentionParams p = make_attention_params(a);
+  AttentionParams p = make_attention_params(a, kFormat);
+  Variant::adjust_params(p, a);
   const hipStream_t st = static_cast<hipStream_t>(stream);
   return with_reader_types<Variant::kFnuzAsFnuz>(a, [&](auto t, auto c) {
-    return int(launch_paged_attention_typed<decltype(t), decltype(c), kVFormat, Variant>(p, sk, num_seqs, st));
+    return int(launch_paged_attention_typed<decltype(t), decltype(c), kFormat, Variant>(p, sk, num_seqs, st));
   });
 }
 

@@ -161,7 +161,7 @@ void register_builtin_extension(const kvh_kernel_desc* (*list)(int32_t* count), 
 /// Throws ProviderLoadError listing the places tried when none exists.
 std::string find_python_bridge();
 
-/// Name of a cache format as used in case files and reports: flash, pa_v1, shuffle.
+/// Name of a cache format as used in case files and reports: flash (NHD), pa_v1, shuffle, hnd.
 const char* cache_format_name(int format);
 /// Name of a dtype as in case files: fp16, bf16, i64, f32, i32, fp8_e4m3fn, fp8_e4m3fnuz.
 const char* dtype_name(int dtype);

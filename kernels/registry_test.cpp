@@ -346,5 +346,21 @@ TEST(Capabilities, DefaultsAreMultiplesOf8UpTo256ForReadersAndFp16Bf16) {
   EXPECT_NE(k.outside_capabilities(u), "");
 }
 
+// Issue 12: the HND cache format is a format a kernel may declare; one past it is not.
+TEST(RegistryAbi2, HndIsAFormatAndTheBuiltinsServeIt) {
+  Registry reg;
+  kvh_kernel_desc d = writer("hnd_writer", nullptr);
+  d.cache_format = KVH_CACHE_HND;
+  reg.add(d, "test");
+  EXPECT_STREQ(cache_format_name(reg.find("hnd_writer")->cache_format), "hnd");
+  d.name = "format_4";
+  d.cache_format = KVH_CACHE_HND + 1;
+  EXPECT_THROW(reg.add(d, "test"), ProviderLoadError);
+  for (const char* name : {"paged_attention_hnd", "reshape_and_cache_flash_hnd"})
+    EXPECT_EQ(reg.find(name)->cache_format, KVH_CACHE_HND) << name;
+  EXPECT_EQ(reg.find("paged_attention_nhd")->cache_format, KVH_CACHE_NHD);
+  EXPECT_TRUE(reg.find("fixture_paged_attention_nhd_manager_pages")->fixture);
+}
+
 }  // namespace
 }  // namespace kvh

@@ -1,9 +1,15 @@
 // reshape_and_cache_flash: writes one new token's K and V per slot into an NHD
 // cache [num_blocks, block_size, num_kv_heads, head_size] (vLLM semantics).
+// reshape_and_cache_flash_hnd is the same kernel given an HND cache
+// [num_blocks, num_kv_heads, block_size, head_size]: it swaps the view's token
+// and head dims (a permuted view, as vLLM hands FlashInfer's HND cache to the
+// flash writer) and launches the NHD code on it.
 // Every address comes from the view's strides, so interleaved, padded and
 // packed caches work; slots are int64 and negative slots are skipped. When
 // head_size is a multiple of 8 a thread moves 8 elements per step (16-byte
 // accesses where the views allow); other head sizes go element by element.
+#include <utility>
+
 // fp8 caches (writer_common.h QuantizeFp8): each element is divided by its
 // scale (k_scales/v_scales at the token's block, head and slot) and encoded.
 #include "writer_common.h"
@@ -53,9 +59,9 @@ KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_fnuz_bf16, reshape_an
 }  // namespace
 }  // namespace kvh::kernels
 
-extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args* a, void* stream) {
+namespace {
+int launch_flash(const kvh_write_args* a, void* stream) {
   using namespace kvh::kernels;
-  if (hipError_t e = check_write_args(*a, KVH_CACHE_NHD); e != hipSuccess) return e;
   const int64_t num_tokens = a->key.shape[0], heads = a->key.shape[1], hd = a->key.shape[2];
   if (num_tokens == 0) return hipSuccess;
   const bool chunked = hd % 8 == 0;
@@ -71,4 +77,25 @@ extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args* a, void* stream
                        int(heads), int(hd), chunked, vec_in, vec_out, kv_scales_of(*a));
     return int(hipGetLastError());
   });
+}
+
+// The NHD view [b, t, h, d] of an HND view [b, h, t, d]: dims 1 and 2 swapped.
+kvh_tensor nhd_of_hnd(kvh_tensor t) {
+  std::swap(t.shape[1], t.shape[2]);
+  std::swap(t.stride[1], t.stride[2]);
+  return t;
+}
+}  // namespace
+
+extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args* a, void* stream) {
+  if (hipError_t e = kvh::kernels::check_write_args(*a, KVH_CACHE_NHD); e != hipSuccess) return e;
+  return launch_flash(a, stream);
+}
+
+extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args* a, void* stream) {
+  if (hipError_t e = kvh::kernels::check_write_args(*a, KVH_CACHE_HND); e != hipSuccess) return e;
+  kvh_write_args nhd = *a;
+  nhd.key_cache = nhd_of_hnd(a->key_cache);
+  nhd.value_cache = nhd_of_hnd(a->value_cache);
+  return launch_flash(&nhd, stream);
 }

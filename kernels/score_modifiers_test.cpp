@@ -49,15 +49,20 @@ AttentionCase with_mods(AttentionCase c, const Mods& m, int tp = 2, int rank = 1
   return c;
 }
 
+// The built-in readers (not the fixtures): the NHD/HND readers are the split-K kernel of
+// paged_attention.h with another addressing, so they apply the modifiers too.
+const char* const kReaders[] = {"paged_attention_v1", "paged_attention_rocm", "pa_fwd_asm", "paged_attention_nhd",
+                                "paged_attention_hnd"};
+
 // Every built-in reader, every modifier, split-K at the default partition (256), at 512 and at 100 (where
 // a window of 300 leaves whole partitions empty); lengths on both sides of every edge.
 TEST(ScoreModifiers, BuiltinReadersMatchTheReference) {
-  for (const char* reader : {"paged_attention_v1", "paged_attention_rocm", "pa_fwd_asm"})
+  for (const char* reader : kReaders)
     for (const Mods& m : kMods)
       for (int32_t ps : {0, 512, 100}) {
         if (std::string(reader) == "pa_fwd_asm" && ps != 0) continue;  // no partitions: partition_size is ignored
         AttentionCase c;
-        c.format = builtin_reader(reader).cache_format == KVH_CACHE_PA_V1 ? KVH_CACHE_PA_V1 : KVH_CACHE_SHUFFLE;
+        c.format = kvh_cache_format(builtin_reader(reader).cache_format);
         c.num_heads = 8, c.num_kv_heads = 2, c.wave_size = 32;
         c.context_lens = {1, 99, 101, 257, 513, 1000};
         c.partition_size = ps;
@@ -68,10 +73,29 @@ TEST(ScoreModifiers, BuiltinReadersMatchTheReference) {
 }
 
 TEST(ScoreModifiers, BuiltinReadersDeclareAllFour) {
-  for (const char* reader : {"paged_attention_v1", "paged_attention_rocm", "pa_fwd_asm"})
+  for (const char* reader : kReaders)
     EXPECT_EQ(builtin_reader(reader).caps.modifiers,
               uint32_t(KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI))
         << reader;
+}
+
+// kernel_pages (a 64-token manager block read as 16-token kernel pages): the window's first
+// token, the partitions it empties and the sink's partition are found through the page table
+// in kernel pages, for both the NHD and the HND reader.
+TEST(ScoreModifiers, PageReadersUnderKernelPages) {
+  for (const char* reader : {"paged_attention_nhd", "paged_attention_hnd"})
+    for (const Mods& m : kMods)
+      for (int32_t ps : {0, 100}) {
+        AttentionCase c;
+        c.format = kvh_cache_format(builtin_reader(reader).cache_format);
+        c.num_heads = 8, c.num_kv_heads = 2, c.wave_size = 32;
+        c.block_size = 64, c.kernel_block_size = 16;
+        c.context_lens = {1, 99, 101, 257, 1000};
+        c.partition_size = ps;
+        c = with_mods(c, m);
+        const AttentionResult r = run_attention_case(builtin_reader(reader), c);
+        EXPECT_TRUE(r.passed()) << reader << " " << m.name << " " << c.str() << ": " << r.str();
+      }
 }
 
 // Fraction of `out` elements whose bits change when paged_attention_rocm runs `c` with its
@@ -107,9 +131,9 @@ TEST(ScoreModifiers, MalformedModifiersAreRefusedWithoutLaunching) {
   AttentionCase c;
   c.context_lens = {10};
   c.sinks = sinks_for(c.num_heads);
-  for (const char* reader : {"paged_attention_v1", "paged_attention_rocm", "pa_fwd_asm"}) {
+  for (const char* reader : kReaders) {
     const Kernel& k = builtin_reader(reader);
-    c.format = k.cache_format == KVH_CACHE_PA_V1 ? KVH_CACHE_PA_V1 : KVH_CACHE_SHUFFLE;
+    c.format = kvh_cache_format(k.cache_format);
     auto rc_with = [&](auto edit) {
       AttentionArgsFixture fx = make_attention_args(c);
       edit(fx.args);

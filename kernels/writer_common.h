@@ -55,7 +55,7 @@ inline bool chunks_contiguous(const kvh_tensor& t, int dim) {
   return true;
 }
 
-/// Checks the shapes a writer of `format` needs. Returns hipErrorInvalidValue
+/// Checks the shapes a writer of `format` needs (NHD and HND: K and V of one shape). Returns hipErrorInvalidValue
 /// when a rank, dtype or extent disagrees (the launcher then does not launch).
 /// key/value are fp16 or bf16; the caches hold the same dtype or an fp8 one
 /// (both caches alike), x = 16 bytes / cache element; fp8 scale tensors must
@@ -79,9 +79,14 @@ inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format for
   const int64_t elem_x = fp8 ? 16 : 8;  // 16 bytes / cache element
   switch (format) {
     case KVH_CACHE_NHD:
-      if (kc.ndim != 4 || vc.ndim != 4 || kc.shape[1] != bs || kc.shape[2] != heads || kc.shape[3] != hd)
+    case KVH_CACHE_HND: {
+      const int tok = format == KVH_CACHE_NHD ? 1 : 2, head = 3 - tok;
+      if (kc.ndim != 4 || vc.ndim != 4 || kc.shape[tok] != bs || kc.shape[head] != heads || kc.shape[3] != hd)
         return hipErrorInvalidValue;
+      for (int i = 0; i < 4; ++i)
+        if (vc.shape[i] != kc.shape[i]) return hipErrorInvalidValue;
       break;
+    }
     case KVH_CACHE_PA_V1:
     case KVH_CACHE_SHUFFLE: {
       if (kc.ndim != 5 || kc.shape[1] != heads || kc.shape[3] != bs || kc.shape[2] * kc.shape[4] != hd)

@@ -23,6 +23,15 @@ TEST(ReferenceWriter, PaV1ValueIsHeadSizeByBlockSize) {
   EXPECT_EQ(cache_offset(L, true, 1, 0, 7, 10), 2 * 1024 + 1024 + 10 * 16 + 7);
 }
 
+// HND [blocks, heads, bs, hd], head_interleaved: K and V of a head adjacent, the head stride 2 * bs * hd.
+TEST(ReferenceWriter, HndHeadInterleavedOffsetsMatchHandComputedPositions) {
+  CacheGeometry g{3, 16, 2, 32, 8, 2};
+  auto L = *make_cache_layout(CacheFormat::Hnd, Scheme::HeadInterleaved, g).layout;
+  const int64_t head_page = 16 * 32;  // 512
+  EXPECT_EQ(cache_offset(L, false, 2, 1, 5, 19), 2 * 4 * head_page + 1 * 2 * head_page + 5 * 32 + 19);
+  EXPECT_EQ(cache_offset(L, true, 2, 1, 5, 19), 2 * 4 * head_page + 1 * 2 * head_page + head_page + 5 * 32 + 19);
+}
+
 TEST(ReferenceWriter, WritesOnlyMappedSlotsAndSkipsPadding) {
   CacheGeometry g{2, 4, 1, 8, 8, 2};
   auto L = *make_cache_layout(CacheFormat::Flash, Scheme::KvFirst, g).layout;

@@ -17,7 +17,8 @@ namespace kvh::testing {
 namespace {
 
 constexpr uint16_t kPoison = 0x7FFF;  // NaN in fp16 and in bf16
-constexpr int64_t kMargin = 64;       // NaN elements before and after the cache storage
+constexpr int64_t kMargin = 1 << 14;  // NaN elements before and after the cache storage (planted
+                                      // readers that mis-read a stride land here, not past the buffer)
 
 uint16_t to_bits(kvh_dtype dt, float f) { return dt == KVH_DT_F16 ? to_fp16(f).bits : to_bf16(f).bits; }
 float from_bits(kvh_dtype dt, uint16_t b) { return dt == KVH_DT_F16 ? to_float(fp16_t{b}) : to_float(bf16_t{b}); }
@@ -47,6 +48,9 @@ Built build(const AttentionCase& c) {
   const kvh_dtype dt = c.dtype;
   const int64_t S = int64_t(c.context_lens.size()), H = c.num_heads, KVH = c.num_kv_heads, D = c.head_size,
                 bs = c.block_size, x = 8;
+  // kernel_pages: bs is the manager's block, kb the kernel's page (r pages a block).
+  const int64_t kb = c.kernel_block_size > 0 ? c.kernel_block_size : bs, r = bs / kb;
+  if (bs % kb != 0) throw std::invalid_argument("attention case: kernel_block_size does not divide block_size");
   if (S == 0 || H % KVH != 0) throw std::invalid_argument("attention case: no sequences or H % KVH != 0");
   std::mt19937_64 rng(c.seed);
   std::uniform_real_distribution<float> qk(-2.f, 2.f), vdist(-1.f, 1.f);
@@ -89,23 +93,41 @@ Built build(const AttentionCase& c) {
   size_t next = 0;
   for (int64_t s = 0; s < S; ++s)
     for (int64_t j = 0; j < (c.context_lens[size_t(s)] + bs - 1) / bs; ++j) fx.block_tables[size_t(s * max_blocks + j)] = ids[next++];
+  // Kernel pages: manager block m is pages m*r .. m*r + r-1; the tables the reader gets are in pages.
+  const int64_t max_pages = max_blocks * r;
+  if (r > 1) {
+    std::vector<int32_t> pages(size_t(S * max_pages));
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t j = 0; j < max_pages; ++j)
+        pages[size_t(s * max_pages + j)] = int32_t(fx.block_tables[size_t(s * max_blocks + j / r)] * r + j % r);
+    fx.block_tables = std::move(pages);
+  }
 
-  const CacheFormat format = c.format == KVH_CACHE_PA_V1 ? CacheFormat::PaV1 : CacheFormat::Shuffle;
+  const CacheFormat format = CacheFormat(c.format);  // the values agree (layout.h)
   CacheGeometry geo;
-  geo.num_blocks = num_blocks, geo.block_size = bs, geo.num_kv_heads = KVH, geo.head_size = D, geo.x = x;
-  LayoutOrReason lr = make_cache_layout(format, c.scheme, geo);
+  geo.num_blocks = num_blocks * r, geo.block_size = kb, geo.num_kv_heads = KVH, geo.head_size = D, geo.x = x;
+  LayoutOrReason lr = make_cache_layout(format, c.scheme, geo, 0, 0, c.degenerate_stride);
   if (!lr.layout) throw std::invalid_argument("attention case: " + lr.reason);
   const CacheLayout& L = *lr.layout;
   fx.storage.assign(size_t(L.storage_elems + 2 * kMargin), kPoison);
   uint16_t* base = fx.storage.data() + kMargin;
   for (int64_t s = 0; s < S; ++s)
     for (int64_t t = 0; t < c.context_lens[size_t(s)]; ++t) {
-      const int64_t blk = fx.block_tables[size_t(s * max_blocks + t / bs)], off = t % bs;
+      const int64_t blk = fx.block_tables[size_t(s * max_pages + t / kb)], off = t % kb;
       for (int64_t kv = 0; kv < KVH; ++kv)
         for (int64_t d = 0; d < D; ++d) {
-          base[at(L.key, {blk, kv, d / x, off, d % x})] = to_bits(dt, float(ref.keys[size_t(s)](t, kv * D + d)));
-          const int64_t vo = format == CacheFormat::PaV1 ? at(L.value, {blk, kv, d, off})
-                                                         : at(L.value, {blk, kv, off / x, d, off % x});
+          int64_t ko = 0, vo = 0;
+          switch (format) {
+            case CacheFormat::Flash: ko = at(L.key, {blk, off, kv, d}), vo = at(L.value, {blk, off, kv, d}); break;
+            case CacheFormat::Hnd: ko = at(L.key, {blk, kv, off, d}), vo = at(L.value, {blk, kv, off, d}); break;
+            case CacheFormat::PaV1:
+              ko = at(L.key, {blk, kv, d / x, off, d % x}), vo = at(L.value, {blk, kv, d, off});
+              break;
+            case CacheFormat::Shuffle:
+              ko = at(L.key, {blk, kv, d / x, off, d % x}), vo = at(L.value, {blk, kv, off / x, d, off % x});
+              break;
+          }
+          base[ko] = to_bits(dt, float(ref.keys[size_t(s)](t, kv * D + d)));
           base[vo] = to_bits(dt, float(ref.values[size_t(s)](t, kv * D + d)));
         }
     }
@@ -120,12 +142,15 @@ Built build(const AttentionCase& c) {
 
   kvh_attention_args& a = fx.args;
   a.out = tensor(fx.out.data(), dt, {S, H, D}, {out_row, D, 1});
-  a.query = tensor(fx.query.data(), dt, {S, H, D}, {qkv_row, D, 1});
+  StridedView qv{{S, H, D}, {qkv_row, D, 1}, 0};
+  if (c.scheme == Scheme::DegenerateStrides) apply_degenerate_strides(qv, c.degenerate_stride);
+  a.query = tensor(fx.query.data(), dt, qv.shape, qv.stride);
   a.key_cache = tensor(base + L.key.offset, dt, L.key.shape, L.key.stride);
   a.value_cache = tensor(base + L.value.offset, dt, L.value.shape, L.value.stride);
-  a.block_tables = tensor(fx.block_tables.data(), KVH_DT_I32, {S, max_blocks}, {max_blocks, 1});
+  a.block_tables = tensor(fx.block_tables.data(), KVH_DT_I32, {S, max_pages}, {max_pages, 1});
   a.context_lens = tensor(fx.context_lens.data(), KVH_DT_I32, {S}, {1});
-  a.block_size = bs;
+  a.block_size = kb;
+  a.cache_block_size = r > 1 ? bs : 0;
   a.max_context_len = int32_t(max_ctx);
   a.scale = float(ref.scale);
   a.k_scale = a.v_scale = 1.f;
@@ -156,12 +181,13 @@ Tolerance tolerance_for(kvh_dtype dtype) { return dtype == KVH_DT_F16 ? Toleranc
 
 std::string AttentionCase::str() const {
   std::ostringstream o;
-  o << (dtype == KVH_DT_F16 ? "fp16" : "bf16") << " " << (format == KVH_CACHE_PA_V1 ? "pa_v1" : "shuffle") << " "
-    << to_string(scheme) << " H" << num_heads << "/KVH" << num_kv_heads << " D" << head_size << " bs" << block_size
+  o << (dtype == KVH_DT_F16 ? "fp16" : "bf16") << " " << cache_format_name(format) << " " << to_string(scheme) << " H" << num_heads << "/KVH" << num_kv_heads << " D" << head_size << " bs" << block_size
     << " ps" << partition_size << " wave" << wave_size << (random_order ? " random" : "") << " ctx{";
   for (size_t i = 0; i < context_lens.size(); ++i) o << (i ? "," : "") << context_lens[i];
   o << "}";
   if (sink_token >= 0) o << " sink@" << sink_token;
+  if (kernel_block_size > 0) o << " kernel_block_size " << kernel_block_size;
+  if (scheme == Scheme::DegenerateStrides) o << " degenerate_stride " << degenerate_stride;
   if (sliding_window) o << " window" << sliding_window;
   if (softcap > 0) o << " softcap" << softcap;
   if (!sinks.empty()) o << " sinks";

@@ -36,9 +36,15 @@ Tolerance tolerance_for(kvh_dtype dtype);
 /// One test case. Inputs are uniform random: q and K in [-2, 2], V in [-1, 1].
 struct AttentionCase {
   kvh_dtype dtype = KVH_DT_F16;
-  kvh_cache_format format = KVH_CACHE_SHUFFLE;  // V layout: KVH_CACHE_PA_V1 or KVH_CACHE_SHUFFLE
+  kvh_cache_format format = KVH_CACHE_SHUFFLE;  // any kvh_cache_format (the reader's)
   Scheme scheme = Scheme::Separate;             // how K and V share memory (cases/layout.h)
   int num_heads = 8, num_kv_heads = 1, head_size = 128, block_size = 16;
+  /// kernel_pages: the kernel's page (tokens), a divisor of block_size (then the
+  /// cache manager's block); the reader gets block_size = kernel_block_size,
+  /// cache_block_size = block_size and tables in kernel pages. 0: block_size.
+  int kernel_block_size = 0;
+  /// degenerate_strides scheme: the stride of every size-1 dim of the K/V cache and query views.
+  int64_t degenerate_stride = 0;
   std::vector<int> context_lens{1, 255, 256, 257, 1000};
   int32_t partition_size = 0;                   // 0: the reader's default
   int64_t out_row_pad = 0;                      // extra elements between out rows (a strided out view)

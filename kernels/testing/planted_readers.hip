@@ -25,6 +25,17 @@
 //                                 exceeds it by ~88 (a sink in the last partition)
 //   planted_reduce_no_exp_sum     the reduce weighs each partition by
 //                                 exp(max_p - M) and forgets its exp-sum
+//   planted_hnd_block_size_from_dim1  the HND reader takes block_size from
+//                                 key_cache.shape[1] (num_kv_heads in HND; the
+//                                 block size in NHD): right only when they agree
+//   planted_hnd_dense_head_stride the HND reader assumes heads are dense inside
+//                                 a block (head stride = block_size * token
+//                                 stride): wrong on head_interleaved caches
+//   planted_nhd_token_stride_from_heads  the NHD reader derives the token
+//                                 stride as num_kv_heads * head stride: wrong
+//                                 when the head dim is size 1 with a
+//                                 degenerate stride (degenerate_strides), or
+//                                 the heads are not packed inside a token (packed)
 //   planted_softcap_after_mask    masks first and soft-caps after: a masked
 //                                 token's -inf becomes -softcap, so the tokens
 //                                 before the sliding window (in its first
@@ -131,6 +142,22 @@ struct ScaleDroppedOnV : CorrectVariant {
   }
 };
 
+struct HndBlockSizeFromDim1 : CorrectVariant {
+  static void adjust_params(AttentionParams& p, const kvh_attention_args& a) { p.block_size = a.key_cache.shape[1]; }
+};
+struct HndDenseHeadStride : CorrectVariant {
+  static void adjust_params(AttentionParams& p, const kvh_attention_args& a) {
+    p.k_s[1] = a.key_cache.shape[2] * a.key_cache.stride[2];
+    p.v_s[1] = a.value_cache.shape[2] * a.value_cache.stride[2];
+  }
+};
+struct NhdTokenStrideFromHeads : CorrectVariant {
+  static void adjust_params(AttentionParams& p, const kvh_attention_args& a) {
+    p.k_s[1] = a.key_cache.shape[2] * a.key_cache.stride[2];
+    p.v_s[1] = a.value_cache.shape[2] * a.value_cache.stride[2];
+  }
+};
+
 template <class Variant, int kFormat = KVH_CACHE_SHUFFLE>
 int planted(const kvh_attention_args* a, void* stream) {
   return kvh::kernels::launch_paged_attention<kFormat, Variant>(*a, stream);
@@ -195,6 +222,15 @@ const kvh_kernel_desc kPlanted[] = {
         "PLANTED BUG: split-K reduce rescales with the first partition's max instead of the global max"),
     reader<planted<ReduceNoExpSum>>("planted_reduce_no_exp_sum",
                                     "PLANTED BUG: split-K reduce weighs partitions without their exp-sums"),
+    reader<planted<HndBlockSizeFromDim1, KVH_CACHE_HND>, KVH_CACHE_HND>(
+        "planted_hnd_block_size_from_dim1",
+        "PLANTED BUG (HND reader): block_size read from key_cache.shape[1], which is num_kv_heads in HND"),
+    reader<planted<HndDenseHeadStride, KVH_CACHE_HND>, KVH_CACHE_HND>(
+        "planted_hnd_dense_head_stride",
+        "PLANTED BUG (HND reader): head stride assumed dense (block_size * token stride), not the view's"),
+    reader<planted<NhdTokenStrideFromHeads, KVH_CACHE_NHD>, KVH_CACHE_NHD>(
+        "planted_nhd_token_stride_from_heads",
+        "PLANTED BUG (NHD reader): token stride derived as num_kv_heads * head stride, not the view's"),
     reader<planted<SoftcapAfterMask>>("planted_softcap_after_mask",
                                       "PLANTED BUG: soft-cap applied after the sliding-window mask (-inf -> -cap)"),
     reader<planted<WindowOffByOne>>("planted_window_off_by_one",

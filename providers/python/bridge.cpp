@@ -243,6 +243,10 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   kw["k_scale"] = double(a.k_scale);
   kw["v_scale"] = double(a.v_scale);
   kw["partition_size"] = a.partition_size;
+  // Only when set (kernel_pages cases): a provider whose readers forward **kwargs to a function
+  // with a fixed argument list (kvharness_torch's) keeps working on every other case.
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, cache_block_size) && a.cache_block_size != 0)
+    kw["cache_block_size"] = a.cache_block_size;
   if (modifiers) {  // provider.h; a Python reader receives the ones its signature names
     const bool has = KVH_HAS_FIELD(&a, kvh_attention_args, alibi_slopes);
     kw["sliding_window"] = has ? a.sliding_window : 0;

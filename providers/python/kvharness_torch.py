@@ -12,6 +12,7 @@ Shapes (outermost first, elements), x = key_cache.shape[-1] (8 for fp16/bf16):
   pa_v1         key_cache [num_blocks, num_kv_heads, head_size/x, block_size, x]
                 value_cache [num_blocks, num_kv_heads, head_size, block_size]
   shuffle       key_cache as pa_v1; value_cache [num_blocks, num_kv_heads, block_size/x, head_size, x]
+  hnd           key_cache, value_cache [num_blocks, num_kv_heads, block_size, head_size]
 """
 
 import torch
@@ -38,6 +39,13 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, bl
     k, v, blk, off = _valid_slots(key, value, slot_mapping, block_size)
     key_cache[blk, off] = k
     value_cache[blk, off] = v
+
+
+@writer("torch_reshape_and_cache_flash_hnd", cache_format="hnd",
+        description="torch: the NHD writer on the HND cache's transposed view (a view, written through)")
+def reshape_and_cache_flash_hnd(key, value, key_cache, value_cache, slot_mapping, block_size):
+    reshape_and_cache_flash(key, value, key_cache.transpose(1, 2), value_cache.transpose(1, 2), slot_mapping,
+                            block_size)
 
 
 @writer("torch_reshape_and_cache", cache_format="pa_v1",
@@ -116,3 +124,38 @@ def paged_attention_shuffle(out, query, key_cache, value_cache, block_tables, co
     x = value_cache.shape[4]
     _attend(out, query, key_cache, block_tables, context_lens, block_size, scale, k_scale, v_scale,
             lambda blk, off: value_cache[blk, :, torch.div(off, x, rounding_mode="floor"), :, off % x])
+
+
+def _attend_tokens(out, query, block_tables, context_lens, block_size, scale, k_scale, v_scale, num_kv_heads,
+                   gather_k, gather_v):
+    """Decode attention over caches whose gather_k/gather_v(blk, off) give [n, num_kv_heads, head_size]."""
+    num_seqs, num_heads, head_size = query.shape
+    group = num_heads // num_kv_heads  # query head h reads kv head h // group
+    lens = context_lens.tolist()
+    for i in range(num_seqs):
+        n = lens[i]
+        pos = torch.arange(n, device=query.device)
+        blk = block_tables[i].long()[torch.div(pos, block_size, rounding_mode="floor")]  # tables in kernel pages
+        off = pos % block_size
+        keys = gather_k(blk, off).float() * k_scale
+        values = gather_v(blk, off).float() * v_scale
+        q = query[i].float().reshape(num_kv_heads, group, head_size)
+        probs = torch.softmax(torch.einsum("kgd,nkd->kgn", q, keys) * scale, dim=-1)
+        out[i] = torch.einsum("kgn,nkd->kgd", probs, values).reshape(num_heads, head_size).to(out.dtype)
+
+
+@reader("torch_paged_attention_nhd", cache_format="flash",
+        description="torch: paged decode attention, NHD K and V, float32 accumulation")
+def paged_attention_nhd(out, query, key_cache, value_cache, block_tables, context_lens, block_size, scale, k_scale,
+                        v_scale, **_):
+    _attend_tokens(out, query, block_tables, context_lens, block_size, scale, k_scale, v_scale, key_cache.shape[2],
+                   lambda blk, off: key_cache[blk, off], lambda blk, off: value_cache[blk, off])
+
+
+@reader("torch_paged_attention_hnd", cache_format="hnd",
+        description="torch: paged decode attention, HND K and V, float32 accumulation")
+def paged_attention_hnd(out, query, key_cache, value_cache, block_tables, context_lens, block_size, scale, k_scale,
+                        v_scale, **_):
+    # key_cache[blk, :, off]: the two index tensors are apart, so their dim leads: [n, num_kv_heads, head_size].
+    _attend_tokens(out, query, block_tables, context_lens, block_size, scale, k_scale, v_scale, key_cache.shape[1],
+                   lambda blk, off: key_cache[blk, :, off], lambda blk, off: value_cache[blk, :, off])

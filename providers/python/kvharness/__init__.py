@@ -25,7 +25,7 @@ from typing import Callable, Optional, Sequence
 __all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
-CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2}
+CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
 #: K/V/query dtype names -> kvh_dtype.
 DTYPES = {"fp16": 1, "bf16": 2}
 #: KV-cache element type names -> kvh_dtype. An fp8 cache reaches the kernel as a
@@ -120,7 +120,7 @@ def writer(name: str, cache_format: str, fixture: bool = False, description: str
     """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size),
     plus kv_cache_dtype, kv_scales, k_scales, v_scales on fp8 cases (a function gets only the ones it names).
 
-    cache_format: "flash" (NHD), "pa_v1" or "shuffle". fixture=True marks a
+    cache_format: "flash" (NHD), "pa_v1", "shuffle" or "hnd". fixture=True marks a
     known-bad kernel kept on purpose (its failures are expected). cache_dtypes
     (() = the K/V dtype only) and kv_scales declare fp8 support (CACHE_DTYPES,
     KV_SCALES). Raises ValueError/TypeError at import for a bad declaration.
@@ -137,7 +137,14 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None,
            modifiers: Sequence[str] = (), cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
     """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
-    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace).
+    context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace),
+    plus cache_block_size in kernel_pages cases only.
+
+    cache_format: "flash" (NHD: key_cache and value_cache [num_blocks, block_size,
+    num_kv_heads, head_size]), "hnd" ([num_blocks, num_kv_heads, block_size,
+    head_size]), "pa_v1" or "shuffle". cache_block_size, when passed, is the
+    cache manager's block, holding several of the kernel's pages (block_tables
+    are in kernel pages of block_size tokens).
 
     head_sizes/block_sizes (None: any), dtypes and max_gqa_ratio (0: any) are
     the declared capabilities: a case outside them is UNSUPPORTED, or misroute

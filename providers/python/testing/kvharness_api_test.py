@@ -39,6 +39,12 @@ class Decorators(unittest.TestCase):
         self.assertEqual(kvharness._KERNELS[-1].name, "t_unchanged")
         self.assertEqual(kvharness._KERNELS[-1].module, __name__)
 
+    def test_hnd_readers_register_with_the_abi_code(self):
+        kvharness.reader("t_hnd", cache_format="hnd", block_sizes=(16,))(lambda **kw: None)
+        self.assertEqual(kvharness._KERNELS[-1].cache_format, "hnd")
+        self.assertEqual(kvharness.CACHE_FORMATS["hnd"], 3)  # KVH_CACHE_HND
+        self.assertEqual(kvharness.CACHE_FORMATS["flash"], 0)  # KVH_CACHE_NHD
+
     def test_bad_declarations_raise_at_import(self):
         for kwargs, text in (({"cache_format": "nhd"}, "cache_format 'nhd'"),
                              ({"cache_format": "flash", "dtypes": ("fp32",)}, "dtypes"),
