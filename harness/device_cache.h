@@ -37,7 +37,7 @@ class DeviceArena {
   /// Sentinels everywhere, then old tokens (streams kOldKeys / kOldValues of
   /// data_seed) in every element L's K and V views own; with `stale` other
   /// than Random, that pattern instead of the old tokens (stale.h stale_bits). An fp8 cache (kv) gets finite
-  /// random codes of its format (rng::fp8_old_code); its stale patterns are not implemented.
+  /// random codes of its format (rng::fp8_old_code), or its stale byte (stale.h stale_code8).
   void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale = Stale::Random,
                   KvCacheDType kv = KvCacheDType::Same);
   /// The K and V pages of block ids [first_id, first_id + count) := `bits`,
