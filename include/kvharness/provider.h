@@ -134,10 +134,14 @@ typedef struct kvh_write_args {
 /** Arguments of a paged decode-attention reader: one query token per sequence. Growable.
  *  out          [num_seqs, num_heads, head_size], dtype of query; written in full
  *  query        [num_seqs, num_heads, head_size], any strides (a view of a fused QKV buffer)
- *  key_cache    [num_blocks, num_kv_heads, head_size/x, block_size, x]
+ *  key_cache    PA_V1/SHUFFLE [num_blocks, num_kv_heads, head_size/x, block_size, x];
+ *               NHD/HND as value_cache (the reader's cache_format says which)
  *  value_cache  PA_V1 [num_blocks, num_kv_heads, head_size, block_size] or
- *               SHUFFLE [num_blocks, num_kv_heads, block_size/x, head_size, x]
- *  block_tables [num_seqs, max_blocks_per_seq] int32, physical block ids
+ *               SHUFFLE [num_blocks, num_kv_heads, block_size/x, head_size, x] or
+ *               NHD [num_blocks, block_size, num_kv_heads, head_size] or
+ *               HND [num_blocks, num_kv_heads, block_size, head_size]
+ *  block_tables [num_seqs, max_blocks_per_seq] int32, physical block (kernel page) ids;
+ *               entries past a sequence's last page are padding (out of range)
  *  context_lens [num_seqs] int32, tokens of each sequence (>= 1)
  *  GQA: query head h reads kv head h / (num_heads / num_kv_heads) (vLLM, aiter).
  *  workspace: device memory of at least workspace_bytes(args) bytes, for split-K partials. */
