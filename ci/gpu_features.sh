@@ -6,9 +6,9 @@
 #   OUT=/some/dir bash ci/gpu_features.sh CPU_REPORTS_DIR
 #
 # CPU_REPORTS_DIR holds, per suite S, S/results.json from the cpu backend (and
-# random.toml / features.toml, the generated random suites). Steps (STEPS
+# random.toml / features.toml / layouts.toml, the generated random suites). Steps (STEPS
 # selects; default all):
-#   suites   default, seed-pr, fp8, attention-features, random, features on GPU 0,
+#   suites   default, seed-pr, fp8, attention-features, random, features, layouts on GPU 0,
 #            each followed by `kvharness compare CPU GPU --fail-on changes`
 #   isolate  default.toml with --no-isolate (GPU runs isolate by default): the cost;
 #            a suite with kernels that abort and make an illegal address access
@@ -57,7 +57,7 @@ echo "| step | rc | wall | |" >> "$SUMMARY"; echo "|---|---|---|---|" >> "$SUMMA
 nvidia-smi -L >> "$LOG" 2>&1
 export CUDA_VISIBLE_DEVICES=0
 if want suites; then
-  for s in default seed-pr fp8 attention-features random features; do
+  for s in default seed-pr fp8 attention-features random features layouts; do
     f=$(suite_file "$s"); [ -f "$f" ] || { echo "| $s | - | - | missing $f |" >> "$SUMMARY"; continue; }
     step "run $s" "0" "$KVH" run "$f" --no-progress --timing-reps 0 --report-dir "$WORK/$s"
     echo "| | $(counts "$WORK/$s/results.json") | | |" >> "$SUMMARY"
