@@ -18,8 +18,9 @@
 #            paged_attention_rocm: FAIL or CRASH, its report written
 #   shards   default.toml as --shard 1/2 on GPU 0 and 2/2 on GPU 1 at once,
 #            kvharness merge, compared with the unsharded GPU run
-# Writes $OUT/gpu_features.log (everything) and $OUT/summary.md (per step: exit
-# code and seconds, counts); exit 0 when every expectation held.
+# Writes $OUT/gpu_features.log (everything), $OUT/summary.md (per step: exit
+# code and seconds, counts) and $OUT/results.tgz (every run's results.json);
+# exit 0 when every expectation held.
 set -uo pipefail
 CPU=$(realpath -m "${1:?CPU_REPORTS_DIR}")
 OUT=$(realpath -m "${OUT:-./gpu-out}")
@@ -118,5 +119,7 @@ if want shards; then
   step "merge shards" 0 "$KVH" merge "$WORK/s1" "$WORK/s2" -o "$WORK/merged"
   [ -d "$WORK/iso" ] && step "compare merged vs unsharded" 0 "$KVH" compare "$WORK/iso" "$WORK/merged" --fail-on changes
 fi
+# Every run's results.json, for comparisons made elsewhere (the device tool brings back few files).
+(cd "$WORK" && tar czf "$OUT/results.tgz" */results.json) 2>> "$LOG"
 echo "" >> "$SUMMARY"; echo "exit: $FAILED" >> "$SUMMARY"
 exit $FAILED
