@@ -71,14 +71,16 @@ if want isolate; then
   step "default (isolated)" 0 "$KVH" run --no-progress --timing-reps 0 --report-dir "$WORK/iso"
   step "compare isolate" 0 "$KVH" compare "$WORK/noiso" "$WORK/iso" --fail-on changes
   { echo "seeds = [1]"
+    n=4
     for w in planted_aborts planted_wild_write; do
+      n=$((n * 2))  # distinct shapes per table: equal ids would be one case
       cat <<T
 [[write]]
 models = ["Qwen3-235B-A22B"]
 tp = 8
 layouts = ["kv_first", "interleaved"]
 head_sizes = [128]
-num_tokens = [8]
+num_tokens = [$n]
 block_sizes = [16]
 dtypes = ["bf16"]
 writers = ["reshape_and_cache_flash", "$w", "reshape_and_cache"]
