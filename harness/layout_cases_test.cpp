@@ -17,6 +17,7 @@ namespace {
 struct Seen {
   kvh_attention_args args{};
   std::vector<int32_t> tables;
+  std::vector<int32_t> context_lens;  // copied during the call: the buffer is freed when the case ends
   int calls = 0;
 };
 Seen g_seen;
@@ -26,6 +27,8 @@ int recording_reader(void*, const kvh_attention_args* a, void*) {
   g_seen.calls++;
   const auto* bt = static_cast<const int32_t*>(a->block_tables.data);
   g_seen.tables.assign(bt, bt + a->block_tables.shape[0] * a->block_tables.shape[1]);  // cpu: host memory
+  const auto* cl = static_cast<const int32_t*>(a->context_lens.data);
+  g_seen.context_lens.assign(cl, cl + a->context_lens.shape[0]);
   return 1;  // refuse: the case is FAIL launch_error, and the args are recorded
 }
 
@@ -78,7 +81,7 @@ TEST(LayoutCases, KernelPagesHandTheReaderPageTablesAndTheManagerBlock) {
     ASSERT_EQ(g_seen.args.block_tables.shape[1], 24);
     const int64_t num_pages = g_seen.args.key_cache.shape[0];
     const int32_t padding_id = padding < 0 ? -1 : int32_t(num_pages + padding);
-    const auto* lens = static_cast<const int32_t*>(g_seen.args.context_lens.data);  // cpu: host memory
+    const std::vector<int32_t>& lens = g_seen.context_lens;
     for (int64_t s = 0; s < 3; ++s) {
       const int64_t real = (lens[s] + 63) / 64 * 4;
       for (int64_t j = 0; j < 24; ++j) {
