@@ -429,7 +429,16 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // 5. The cache and the input buffers, made on the device.
     enter_phase(Phase::AllocFill);
     DeviceArena cache(L.storage_elems, margin, L.geo.elem_bytes), snapshot(L.storage_elems, margin, L.geo.elem_bytes);
-    cache.fill_cache(L, c.dtype, r.data_seed, c.stale, c.kv_cache_dtype);
+    // An attention case's reference writer overwrites every page whose tokens are all context:
+    // no old tokens there. A pipeline's writer under test must be judged against them.
+    std::vector<uint8_t> overwritten;
+    if (!wr) {
+      overwritten.assign(size_t(num_pages), 0);
+      std::vector<int64_t> tokens(size_t(num_pages), 0);
+      for (int64_t slot : s.slots)
+        if (++tokens[size_t(slot / page)] == page) overwritten[size_t(slot / page)] = 1;
+    }
+    cache.fill_cache(L, c.dtype, r.data_seed, c.stale, c.kv_cache_dtype, overwritten);
     device::settle();
     enter_phase(Phase::Inputs);
     // The query is a view into a fused QKV buffer of the decode step (one token a sequence);

@@ -66,7 +66,12 @@ DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes, int64_t el
       elem_bytes_(elem_bytes),
       buf_(size_t(storage_elems * elem_bytes + 2 * margin_bytes)) {}
 
-void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale, KvCacheDType kv) {
+void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale, KvCacheDType kv,
+                             const std::vector<uint8_t>& overwritten_pages) {
+  if (!overwritten_pages.empty() &&
+      (int64_t(overwritten_pages.size()) != L.key.shape[0] || int64_t(overwritten_pages.size()) != L.value.shape[0]))
+    throw std::invalid_argument(fmt::format("fill_cache: {} page flags for views of {} and {} pages",
+                                            overwritten_pages.size(), L.key.shape[0], L.value.shape[0]));
   // The views never overlap (make_cache_layout), so when they own as many elements as the
   // storage has, they own all of it: only the margins need sentinels, the old tokens cover the rest.
   if (L.key.numel() + L.value.numel() == L.storage_elems) {
@@ -94,8 +99,15 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
     return;
   }
   const bool bf16 = dtype == DType::BF16;
-  device::fill_view16(storage(), view16(L.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys));
-  device::fill_view16(storage(), view16(L.value), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldValues));
+  device::Buffer skip;
+  if (!overwritten_pages.empty()) {
+    skip = device::Buffer(overwritten_pages.size());
+    skip.upload(overwritten_pages.data(), overwritten_pages.size());
+  }
+  const auto* flags = static_cast<const uint8_t*>(skip.get());
+  device::fill_view16(storage(), view16(L.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys), flags);
+  device::fill_view16(storage(), view16(L.value), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldValues),
+                      flags);
 }
 
 void DeviceArena::fill_pages(const CacheLayout& L, int64_t first_id, int64_t count, uint16_t bits) {

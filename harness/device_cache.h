@@ -38,8 +38,13 @@ class DeviceArena {
   /// data_seed) in every element L's K and V views own; with `stale` other
   /// than Random, that pattern instead of the old tokens (stale.h stale_bits). An fp8 cache (kv) gets finite
   /// random codes of its format (rng::fp8_old_code), or its stale byte (stale.h stale_code8).
+  /// overwritten_pages: empty, or one flag per page of L's views ([num_blocks]): a flagged
+  /// page's owned elements may keep any contents, because the caller overwrites every one
+  /// of them next (an attention case's reference writer, whose tokens fill the page); the
+  /// 16-bit old-token fill skips them (time: most of a decode case's cache is context).
+  /// Throws std::invalid_argument when the flags are not one per page.
   void fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale = Stale::Random,
-                  KvCacheDType kv = KvCacheDType::Same);
+                  KvCacheDType kv = KvCacheDType::Same, const std::vector<uint8_t>& overwritten_pages = {});
   /// The K and V pages of block ids [first_id, first_id + count) := `bits`,
   /// each page that lies wholly in the arena's margins: the pages of
   /// out-of-range ids (block-table padding; stale.h padding_page_bits). A page

@@ -21,12 +21,7 @@ U16Buffer counter16(DType dtype, int kind, uint64_t key, size_t n) {
   U16Buffer out(n);
   const bool bf16 = dtype == DType::BF16;
   parallel_for(int64_t(n), 1 << 16, [&](int64_t b, int64_t e) {
-    const unsigned sh = rng::per_word_log2(kind), mask = (1u << sh) - 1;
-    uint64_t word = rng::at(key, uint64_t(b) >> sh);
-    for (int64_t i = b; i < e; ++i) {
-      if ((uint64_t(i) & mask) == 0) word = rng::at(key, uint64_t(i) >> sh);
-      out[size_t(i)] = rng::bits16_of_word(kind, bf16, word, unsigned(uint64_t(i) & mask));
-    }
+    rng::fill_run16(kind, bf16, out.data() + b, 1, e - b, key, uint64_t(b));
   });
   return out;
 }

@@ -5,6 +5,7 @@
 // pseudorandom number generators", OOPSLA 2014). Integer arithmetic only:
 // no float rounding that could differ between compilers or devices.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -72,6 +73,68 @@ KVH_HOST_DEVICE inline uint16_t bits16_of_word(int kind, bool bf16, uint64_t w, 
 KVH_HOST_DEVICE inline uint16_t bits16(int kind, bool bf16, uint64_t key, uint64_t i) {
   const unsigned sh = per_word_log2(kind);
   return bits16_of_word(kind, bf16, at(key, i >> sh), unsigned(i & ((1u << sh) - 1)));
+}
+
+/// bits16_of_word(kOldToken, bf16, w, lane) from the lane's 16 bits r, in
+/// arithmetic a vector unit has (x % 11 as x - 11 * (x * 187 >> 11), exact
+/// for x < 32): the same bits for every r (counter_rng_test, exhaustive).
+inline uint16_t old_token16(bool bf16, unsigned r) {
+  const unsigned x = (r >> 10) & 31u, e = x - 11u * ((x * 187u) >> 11);
+  return bf16 ? uint16_t((r & 0x8000u) | ((e + 122u) << 7) | (r & 0x7Fu)) : uint16_t((r & 0x8000u) | ((e + 10u) << 10) | (r & 0x3FFu));
+}
+/// bits16_of_word(kInput, bf16, w, lane) from the lane's 32 bits r: the count
+/// of trailing zeros read from the exponent of the lowest set bit converted
+/// to float (exact: a power of two), not a ctz instruction.
+inline uint16_t input16(bool bf16, uint32_t r) {
+  const uint32_t m = ((r >> 10) & 0x3FFFu) | 0x4000u, low = m & (0u - m);
+  const float f = float(int32_t(low));
+  uint32_t fb;
+  __builtin_memcpy(&fb, &f, 4);
+  const uint32_t tz = (fb >> 23) - 127u, sign = (r >> 31) << 15;
+  return bf16 ? uint16_t(sign | ((127u - tz) << 7) | (r & 0x7Fu)) : uint16_t(sign | ((15u - tz) << 10) | (r & 0x3FFu));
+}
+
+/// dst[i * stride] := element first + i of the stream `key`, i in [0, n) (host
+/// code: the cpu backend's fills and the host's copies of inputs). Words are
+/// hashed 32 at a time, then their 16- or 32-bit lanes are turned into
+/// elements in a loop the compiler vectorizes; bits16 element by element
+/// gives the same bits (counter_rng_test).
+template <int Kind, bool Bf16>
+inline void fill_run16(uint16_t* dst, int64_t stride, int64_t n, uint64_t key, uint64_t first) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lane l of a word is its l-th 16/32-bit piece in memory");
+  constexpr unsigned sh = Kind == kOldToken ? 2u : 1u, pw = 1u << sh, mask = pw - 1;
+  constexpr int64_t kWords = 32, kElems = kWords * pw;
+  int64_t i = 0;
+  uint64_t idx = first;
+  for (; i < n && (idx & mask); ++i, ++idx) dst[i * stride] = bits16_of_word(Kind, Bf16, at(key, idx >> sh), unsigned(idx & mask));
+  uint64_t words[kWords];
+  uint16_t out[kElems];
+  for (; i + int64_t(pw) <= n;) {
+    const int64_t nw = std::min<int64_t>(kWords, (n - i) >> sh);
+    for (int64_t j = 0; j < nw; ++j) words[j] = at(key, (idx >> sh) + uint64_t(j));
+    if constexpr (Kind == kOldToken) {
+      uint16_t lanes[kElems];
+      __builtin_memcpy(lanes, words, sizeof words);
+      for (int64_t k = 0; k < kElems; ++k) out[k] = old_token16(Bf16, lanes[k]);
+    } else {
+      uint32_t lanes[kElems];
+      __builtin_memcpy(lanes, words, sizeof words);
+      for (int64_t k = 0; k < kElems; ++k) out[k] = input16(Bf16, lanes[k]);
+    }
+    const int64_t ne = nw << sh;
+    if (stride == 1) __builtin_memcpy(dst + i, out, size_t(ne) * 2);
+    else
+      for (int64_t k = 0; k < ne; ++k) dst[(i + k) * stride] = out[k];
+    i += ne;
+    idx += uint64_t(ne);
+  }
+  for (; i < n; ++i, ++idx) dst[i * stride] = bits16_of_word(Kind, Bf16, at(key, idx >> sh), unsigned(idx & mask));
+}
+
+/// fill_run16 with the kind and format chosen at run time.
+inline void fill_run16(int kind, bool bf16, uint16_t* dst, int64_t stride, int64_t n, uint64_t key, uint64_t first) {
+  if (kind == kOldToken) bf16 ? fill_run16<kOldToken, true>(dst, stride, n, key, first) : fill_run16<kOldToken, false>(dst, stride, n, key, first);
+  else bf16 ? fill_run16<kInput, true>(dst, stride, n, key, first) : fill_run16<kInput, false>(dst, stride, n, key, first);
 }
 
 /// Element `i` of an old-token stream of an fp8 cache: a uniformly random

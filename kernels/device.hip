@@ -6,6 +6,7 @@
 #include <mutex>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -190,7 +191,30 @@ bool healthy() { return !g_faulted && !context_lost(); }
 
 size_t live_bytes() { return g_live_bytes; }
 
+#if !defined(KVH_BACKEND_HIP) && !defined(KVH_BACKEND_CUDA)
+namespace {
+// Host runtime: "device" memory is host memory, and one thread's memmove of a
+// cache snapshot (hundreds of MiB) leaves the other cores idle: one 1 MiB
+// piece a work item, spread over the kernel workers.
+constexpr size_t kCopyPiece = size_t(1) << 20;
+__global__ void copy_pieces_kernel(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
+  const uint64_t p = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x, begin = p * kCopyPiece;
+  if (begin < bytes) std::memcpy(dst + begin, src + begin, size_t(std::min<uint64_t>(kCopyPiece, bytes - begin)));
+}
+KVH_DECLARE_BARRIER_FREE(copy_pieces_kernel);
+}  // namespace
+#endif
+
 void copy_d2d(void* dst, const void* src, size_t bytes) {
+#if !defined(KVH_BACKEND_HIP) && !defined(KVH_BACKEND_CUDA)
+  if (bytes >= 4 * kCopyPiece) {
+    const unsigned pieces = unsigned((bytes + kCopyPiece - 1) / kCopyPiece);
+    hipLaunchKernelGGL(copy_pieces_kernel, dim3((pieces + 7) / 8), dim3(8), 0, 0, static_cast<uint8_t*>(dst),
+                       static_cast<const uint8_t*>(src), uint64_t(bytes));
+    check(hipGetLastError(), "copy_d2d");
+    return;
+  }
+#endif
   check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToDevice), "hipMemcpy D2D");
 }
 

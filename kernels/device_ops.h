@@ -33,8 +33,11 @@ void fill_sentinel(void* bytes, size_t n);
 void fill_sentinel_at(void* bytes, size_t n, uint64_t first);
 /// base[v(i)] = rng::bits16(kind, bf16, key, i) for every logical (row-major)
 /// index i of `v` (kernels/counter_rng.h): the same values the host gets from
-/// the same stream.
-void fill_view16(void* base, const View16& v, int kind, bool bf16, uint64_t key);
+/// the same stream. skip_outer: null, or device bytes [v.shape[0]] (v of 2 or
+/// more dims, else std::invalid_argument); the elements of an outermost index
+/// whose byte is nonzero are left as they are: a cache's pages that a writer
+/// will overwrite in full (the others get the values they would get anyway).
+void fill_view16(void* base, const View16& v, int kind, bool bf16, uint64_t key, const uint8_t* skip_outer = nullptr);
 /// base[v(i)] = bits for every index i of `v`: a constant bit pattern (a
 /// decode case's stale slots, harness/stale.h). v.offset may be negative
 /// (a page in an arena's front margin) as long as base[v(i)] lies in the buffer.

@@ -56,27 +56,29 @@ KVH_DECLARE_BARRIER_FREE(fill_sentinel_kernel);
 
 // A work item is the `inner` innermost dims of the view (host: a row of the
 // two innermost, so the outer index arithmetic is paid once per row; GPU: one
-// element, so neighbouring threads write neighbouring elements).
+// element, so neighbouring threads write neighbouring elements). skip: null, or
+// one byte per index of the view's outermost dim; a nonzero byte leaves that
+// index's elements alone (the others keep their stream positions).
 __global__ void fill_view16_kernel(uint16_t* base, View16 v, int inner, uint64_t items, int kind, int bf16,
-                                   uint64_t key) {
+                                   uint64_t key, const uint8_t* skip) {
   const int nd = v.ndim;
-  const int64_t n1 = inner >= 1 ? v.shape[nd - 1] : 1, n2 = inner >= 2 ? v.shape[nd - 2] : 1;
-  const int64_t s1 = v.stride[nd - 1], s2 = nd >= 2 ? v.stride[nd - 2] : 0;
+  const uint64_t per_outer = items / uint64_t(v.shape[0]);
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < items; r += stride) {
+    if (skip && skip[r / per_outer]) continue;
     int64_t off = v.offset, rest = int64_t(r);
     for (int d = nd - 1 - inner; d >= 0; --d) {
       off += (rest % v.shape[d]) * v.stride[d];
       rest /= v.shape[d];
     }
-    // One random word serves per_word consecutive logical elements.
-    const unsigned sh = rng::per_word_log2(kind), mask = (1u << sh) - 1;
-    uint64_t idx = r * uint64_t(n1 * n2), word = rng::at(key, idx >> sh);
-    for (int64_t a = 0; a < n2; ++a)
-      for (int64_t b = 0; b < n1; ++b, ++idx) {
-        if ((idx & mask) == 0) word = rng::at(key, idx >> sh);
-        base[off + a * s2 + b * s1] = rng::bits16_of_word(kind, bf16 != 0, word, unsigned(idx & mask));
-      }
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+    base[off] = rng::bits16(kind, bf16 != 0, key, r);  // inner = 0: one element
+#else
+    const int64_t n1 = inner >= 1 ? v.shape[nd - 1] : 1, n2 = inner >= 2 ? v.shape[nd - 2] : 1;
+    const int64_t s1 = v.stride[nd - 1], s2 = nd >= 2 ? v.stride[nd - 2] : 0;
+    const uint64_t idx = r * uint64_t(n1 * n2);  // the row's first element in the stream
+    for (int64_t a = 0; a < n2; ++a) rng::fill_run16(kind, bf16 != 0, base + off + a * s2, s1, n1, key, idx + uint64_t(a * n1));
+#endif
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_view16_kernel);
@@ -275,12 +277,28 @@ FillPlan plan_fill(const View16& view, const char* what) {
 #if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
   const int inner = 0;
 #else
+  // Dims after the first that lie contiguously in memory become one, size-1 dims go: the rows
+  // a work item fills get long, and the logical order (each element's stream index) stays.
+  // Dim 0 stays as it is: fill_view16's skip_outer indexes it.
+  View16 m{};
+  m.ndim = 1, m.shape[0] = v.shape[0], m.stride[0] = v.stride[0], m.offset = v.offset;
+  for (int d = 1; d < v.ndim; ++d) {
+    if (v.shape[d] == 1) continue;
+    if (m.ndim > 1 && m.stride[m.ndim - 1] == v.shape[d] * v.stride[d]) {
+      m.shape[m.ndim - 1] *= v.shape[d];
+      m.stride[m.ndim - 1] = v.stride[d];
+    } else {
+      m.shape[m.ndim] = v.shape[d], m.stride[m.ndim] = v.stride[d];
+      ++m.ndim;
+    }
+  }
+  v = m;
   if (v.ndim == 1 && n > 0) {  // one long row would be one thread's: cut it into rows of up to 4096
     int64_t cols = 4096;
     while (n % cols) cols /= 2;
     v.ndim = 2;
     v.shape[0] = n / cols, v.shape[1] = cols;
-    v.stride[1] = view.stride[0], v.stride[0] = cols * view.stride[0];
+    v.stride[1] = m.stride[0], v.stride[0] = cols * m.stride[0];
   }
   const int inner = v.ndim >= 3 ? 2 : 1;  // at least one outer dim left to spread over threads
 #endif
@@ -291,11 +309,13 @@ FillPlan plan_fill(const View16& view, const char* what) {
 
 }  // namespace
 
-void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key) {
+void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key, const uint8_t* skip_outer) {
   const FillPlan p = plan_fill(view, "fill_view16");
   if (p.items == 0) return;
+  if (skip_outer && p.v.shape[0] != view.shape[0])
+    throw std::invalid_argument("fill_view16: skip_outer needs a view of 2 or more dims");
   hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(p.items)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base),
-                     p.v, p.inner, p.items, kind, int(bf16), key);
+                     p.v, p.inner, p.items, kind, int(bf16), key, skip_outer);
   check_launch("fill_view16");
 }
 
