@@ -1,5 +1,6 @@
 #include "arena.h"
 
+#include "device.h"
 #include "parallel.h"
 
 #include <sys/mman.h>
@@ -30,7 +31,7 @@ BlockCache& cache() {
   static BlockCache* c = new BlockCache;  // never destroyed: arenas may outlive static destruction order
   return *c;
 }
-size_t rounded(size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
+size_t rounded(size_t bytes) { return (device::size_class(bytes) + kHuge - 1) / kHuge * kHuge; }
 
 }  // namespace
 

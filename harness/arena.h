@@ -68,4 +68,25 @@ class GuardedArena {
   ByteBuffer bytes_;
 };
 
+/// A read-only window on a guarded arena's bytes: a GuardedArena's, or device
+/// memory the host can read in place (device::host_reads_device_memory). Valid
+/// while what it looks at lives.
+struct ArenaBytes {
+  const uint8_t* data = nullptr;  // arena byte 0 (the front margin's first)
+  size_t size = 0;                // bytes, margins included
+  int64_t margin = 0, elem_bytes = 2;
+  ArenaBytes() = default;
+  ArenaBytes(const uint8_t* d, size_t n, int64_t margin_bytes, int64_t elem)
+      : data(d), size(n), margin(margin_bytes), elem_bytes(elem) {}
+  ArenaBytes(const GuardedArena& g)  // NOLINT: a GuardedArena is viewed where an ArenaBytes is asked for
+      : data(g.bytes().data()), size(g.bytes().size()), margin(g.margin_bytes()), elem_bytes(g.elem_bytes()) {}
+  const uint8_t* storage() const { return data + margin; }
+  /// Element `e` of the storage as 16 bits (e may be negative: inside the front margin).
+  uint16_t elem16(int64_t e) const {
+    uint16_t v;
+    std::memcpy(&v, storage() + e * 2, 2);
+    return v;
+  }
+};
+
 }  // namespace kvh

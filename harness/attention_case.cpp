@@ -132,13 +132,16 @@ ModifierValues modifier_values(const Case& c) {
 }
 
 // Reference attention from the logical tensors: query [S, nh*hd], K/V [T, nkv*hd]
-// (tokens sequence by sequence). One sequence at a time on each core: only
+// (tokens sequence by sequence), or, with k and v null, K/V generated a
+// sequence at a time from the case's streams kKeys/kValues of data_seed (the
+// same elements counter16 would give: no whole-context copy on the host).
+// One sequence at a time on each core: only
 // that sequence's K and V are ever widened to float64. An fp8 cache (scales
 // set): each K/V element is what the cache holds, dequantized: the reference
 // codec's fp8_decode(fp8_encode(float(x) / scale)) * scale, with the scale of
 // the token's slot (physical block, kv head, token-in-block).
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
-                                   const uint16_t* v, double scale, const ModifierValues& mods,
+                                   const uint16_t* v, uint64_t data_seed, double scale, const ModifierValues& mods,
                                    const std::atomic<bool>& cancel,
                                    const KvScaleTensors* fp8 = nullptr) {
   const std::optional<reference::Fp8Format> f8 = fp8_format(c);
@@ -168,11 +171,21 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
       in.query.resize(1, qw);
       for (int64_t j = 0; j < qw; ++j) in.query(0, j) = decode16(c.dtype, q[size_t(i * qw + j)]);
       const int64_t n = s.context_lens[size_t(i)], tok0 = first_token[size_t(i)];
+      const uint16_t *ks = k ? k + tok0 * kw : nullptr, *vs = v ? v + tok0 * kw : nullptr;
+      thread_local std::vector<uint16_t> kgen, vgen;
+      if (!k) {
+        kgen.resize(size_t(n * kw));
+        vgen.resize(size_t(n * kw));
+        const bool bf16 = c.dtype == DType::BF16;
+        rng::fill_run16(rng::kInput, bf16, kgen.data(), 1, n * kw, rng::stream_key(data_seed, rng::kKeys), uint64_t(tok0 * kw));
+        rng::fill_run16(rng::kInput, bf16, vgen.data(), 1, n * kw, rng::stream_key(data_seed, rng::kValues), uint64_t(tok0 * kw));
+        ks = kgen.data(), vs = vgen.data();
+      }
       reference::RowMatrix K(n, kw), V(n, kw);
       for (int64_t t = 0; t < n; ++t)
         for (int64_t j = 0; j < kw; ++j) {
-          K(t, j) = cached(k[size_t((tok0 + t) * kw + j)], false, tok0 + t, j);
-          V(t, j) = cached(v[size_t((tok0 + t) * kw + j)], true, tok0 + t, j);
+          K(t, j) = cached(ks[size_t(t * kw + j)], false, tok0 + t, j);
+          V(t, j) = cached(vs[size_t(t * kw + j)], true, tok0 + t, j);
         }
       in.keys.push_back(std::move(K));
       in.values.push_back(std::move(V));
@@ -401,13 +414,12 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
   std::future<void> ref_done = run_async([&, seed = r.data_seed] {
     if (shaped) {
-      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), scale, mods, cancel, fp8);
+      ref = reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), seed, scale, mods,
+                          cancel, fp8);
       return;
     }
-    const auto key = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kKeys), size_t(T * NKV * HD));
-    const auto value = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kValues), size_t(T * NKV * HD));
     const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(S * NH * HD));
-    ref = reference_out(c, s, query.data(), key.data(), value.data(), scale, mods, cancel, fp8);
+    ref = reference_out(c, s, query.data(), nullptr, nullptr, seed, scale, mods, cancel, fp8);
   });
   struct Join {  // every return waits for it (it reads this frame's locals), cutting it short
     std::future<void>& f;

@@ -13,25 +13,25 @@
 
 namespace kvh {
 
-Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& before, const GuardedArena& expected,
-                    const GuardedArena& actual, KvCacheDType kv) {
+Verdict check_write(const CacheLayout& L, DType dtype, const ArenaBytes& before, const ArenaBytes& expected,
+                    const ArenaBytes& actual, KvCacheDType kv) {
   Verdict v;
-  const auto& a = actual.bytes();
-  const auto& e = expected.bytes();
-  if (a.size() == e.size() && std::memcmp(a.data(), e.data(), a.size()) == 0) {
+  const uint8_t* a = actual.data;
+  const uint8_t* e = expected.data;
+  if (actual.size == expected.size && std::memcmp(a, e, actual.size) == 0) {
     v.max_abs_err = 0.0;
     v.max_rel_err = 0.0;
     return v;
   }
-  const int64_t eb = actual.elem_bytes();  // 2, or 1 for an fp8 cache
+  const int64_t eb = actual.elem_bytes;  // 2, or 1 for an fp8 cache
   const reference::Fp8Format f8 =
       kv == KvCacheDType::Fp8E4m3fnuz ? reference::Fp8Format::E4M3FNUZ : reference::Fp8Format::E4M3FN;
-  auto elem = [&](const GuardedArena& g, int64_t el) -> uint16_t { return eb == 1 ? g.storage()[el] : g.elem16(el); };
+  auto elem = [&](const ArenaBytes& g, int64_t el) -> uint16_t { return eb == 1 ? g.storage()[el] : g.elem16(el); };
   auto decode = [&](uint16_t bits) {
     return kv == KvCacheDType::Same ? decode16(dtype, bits) : reference::fp8_decode(uint8_t(bits), f8);
   };
-  const int64_t margin_elems = actual.margin_bytes() / eb;
-  const int64_t total = int64_t(a.size()) / eb;
+  const int64_t margin_elems = actual.margin / eb;
+  const int64_t total = int64_t(actual.size) / eb;
   // Which storage elements the views own: one pass over each view (split on its outermost dim
   // across the host's cores), not a search per differing element.
   std::vector<uint8_t> owned(size_t(L.storage_elems), 0);

@@ -19,8 +19,9 @@ namespace kvh {
 ///   unwritten_output   an element that should have changed kept its value from `before`,
 /// in that order of precedence; detail counts all three. An fp8 cache (kv,
 /// L.geo.elem_bytes 1) is compared code by code; values are named as the
-/// codes decode (reference/fp8.h), before any scale.
-Verdict check_write(const CacheLayout& L, DType dtype, const GuardedArena& before, const GuardedArena& expected,
-                    const GuardedArena& actual, KvCacheDType kv = KvCacheDType::Same);
+/// codes decode (reference/fp8.h), before any scale. The arenas are views
+/// (a GuardedArena, or device memory the host reads in place).
+Verdict check_write(const CacheLayout& L, DType dtype, const ArenaBytes& before, const ArenaBytes& expected,
+                    const ArenaBytes& actual, KvCacheDType kv = KvCacheDType::Same);
 
 }  // namespace kvh

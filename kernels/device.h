@@ -47,6 +47,16 @@ struct AllocError : Error {
   using Error::Error;
 };
 
+/// True when device memory is host memory (the cpu backend): after
+/// synchronize() the host may read a Buffer's bytes where they are, with no download.
+bool host_reads_device_memory();
+
+/// The capacity a pooled allocation of `bytes` gets: from 8 MiB on, rounded up
+/// to a sixteenth of its power of two (at most 6.25% more), so that cases of
+/// nearly the same shape reuse each other's freed buffers instead of faulting
+/// fresh memory in (the pools of Buffer and of harness/arena.h big_alloc).
+size_t size_class(size_t bytes);
+
 /// Owns `bytes` bytes of device memory, contents undefined (a freed buffer is
 /// kept in a pool and handed to the next request of about its size). Throws
 /// AllocError when allocation fails, after releasing the pool and retrying

@@ -128,18 +128,34 @@ void pool_give(void* ptr, size_t cap) {
 
 }  // namespace
 
+bool host_reads_device_memory() {
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+  return false;
+#else
+  return true;
+#endif
+}
+
+size_t size_class(size_t bytes) {
+  if (bytes < (size_t(8) << 20)) return bytes;
+  size_t top = size_t(1) << (63 - __builtin_clzll(bytes));  // the power of two at or below bytes
+  const size_t step = top / 16;
+  return (bytes + step - 1) / step * step;
+}
+
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   if (g_faulted) throw_injected("hipMalloc");
   if ((ptr_ = pool_take(bytes, cap_))) {
     g_live_bytes += bytes_;
     return;
   }
-  cap_ = bytes;
-  hipError_t e = hipMalloc(&ptr_, bytes);
+  cap_ = pool_enabled() ? size_class(bytes) : bytes;  // unpooled (ASan): exactly what was asked
+  hipError_t e = hipMalloc(&ptr_, cap_);
   if (e != hipSuccess && !context_lost()) {  // the pool may hold what this needs
     (void)hipGetLastError();
     pool_release_all();
-    e = hipMalloc(&ptr_, bytes);
+    cap_ = bytes;  // no room for the rounding either
+    e = hipMalloc(&ptr_, cap_);
   }
   if (e != hipSuccess && !context_lost()) {
     (void)hipGetLastError();  // an allocation failure is not sticky: clear it
