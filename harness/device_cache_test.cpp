@@ -114,6 +114,62 @@ TEST(DeviceCache, FillsMatchTheHostGeneratorAndTheArenaSentinel) {
   }
 }
 
+// fill_cache's overwritten_pages: a flagged page's owned elements keep what the memory held;
+// everything else is byte for byte the full fill, on every layout.
+TEST(DeviceCache, FlaggedPagesAreLeftAloneAndEverythingElseIsTheFullFill) {
+  for (const Shape& sh : shapes()) {
+    SCOPED_TRACE("format " + std::to_string(int(sh.format)) + "/" + to_string(sh.scheme));
+    const CacheLayout L = *make_cache_layout(sh.format, sh.scheme, sh.geo).layout;
+    std::vector<uint8_t> flags(size_t(sh.geo.num_blocks), 0);
+    flags[1] = flags[size_t(sh.geo.num_blocks - 1)] = 1;
+    DeviceArena full(L.storage_elems, 512), part(L.storage_elems, 512);
+    full.fill_cache(L, DType::BF16, 7);
+    device::fill_random16(part.data(), part.size_bytes() / 2, true, 99);  // what the memory held before
+    const GuardedArena before = part.download();
+    part.fill_cache(L, DType::BF16, 7, Stale::Random, KvCacheDType::Same, flags);
+    const GuardedArena want = full.download(), got = part.download();
+    std::vector<uint8_t> flagged(size_t(L.storage_elems), 0);
+    for (const StridedView* v : {&L.key, &L.value}) {
+      const int64_t per_page = v->numel() / v->shape[0];
+      int64_t i = 0;
+      for_each_offset(*v, [&](int64_t off) { flagged[size_t(off)] = flags[size_t(i++ / per_page)]; });
+    }
+    int64_t kept = 0;
+    for (size_t b = 0; b < got.bytes().size(); ++b) {
+      const int64_t el = (int64_t(b) - 512) / 2;
+      if (int64_t(b) >= 512 && el < L.storage_elems && flagged[size_t(el)]) {
+        // Left alone: what was there, or the sentinel where the layout leaves unowned storage (fill_cache
+        // writes the sentinel over the whole arena first then).
+        ASSERT_TRUE(got.bytes()[b] == before.bytes()[b] || got.bytes()[b] == GuardedArena::sentinel(int64_t(b))) << b;
+        kept += got.bytes()[b] != want.bytes()[b];
+        continue;
+      }
+      ASSERT_EQ(got.bytes()[b], want.bytes()[b]) << "byte " << b;
+    }
+    EXPECT_GT(kept, 0) << "the flagged pages were filled anyway";
+    EXPECT_THROW(part.fill_cache(L, DType::BF16, 7, Stale::Random, KvCacheDType::Same, std::vector<uint8_t>(2, 1)),
+                 std::invalid_argument);
+  }
+}
+
+TEST(DeviceCache, LargeCopiesAreExactAndPoolSizesComeInClasses) {
+  // copy_d2d: the cpu backend cuts large copies into pieces on its workers (an odd size: a short last piece).
+  const size_t n = (size_t(9) << 20) + 12345;
+  device::Buffer a(n), b(n);
+  device::fill_random16(a.get(), n / 2, false, 5);
+  device::fill_random16(b.get(), n / 2, false, 6);
+  device::copy_d2d(b.get(), a.get(), n);
+  EXPECT_EQ(device::first_difference(a.get(), b.get(), n), -1);
+  EXPECT_EQ(device::size_class(1000), 1000u);  // small sizes as asked
+  EXPECT_EQ(device::size_class(size_t(8) << 20), size_t(8) << 20);
+  EXPECT_EQ(device::size_class((size_t(8) << 20) + 1), (size_t(17) << 19));  // up to the next 1/16 of 8 MiB
+  for (size_t bytes : {size_t(9) << 20, size_t(592) << 20, size_t(601) << 20, (size_t(1) << 31) + 1}) {
+    EXPECT_GE(device::size_class(bytes), bytes);
+    EXPECT_LE(device::size_class(bytes), bytes + bytes / 16);
+  }
+  EXPECT_EQ(device::size_class(size_t(592) << 20), device::size_class(size_t(601) << 20));  // neighbours share a class
+}
+
 TEST(DeviceCache, GeneratedInputsAreFiniteNonZeroAndInRange) {
   for (DType dt : {DType::F16, DType::BF16}) {
     const auto in = counter16(dt, rng::kInput, 12345, 1 << 16);
