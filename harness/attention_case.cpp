@@ -182,11 +182,19 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
         ks = kgen.data(), vs = vgen.data();
       }
       reference::RowMatrix K(n, kw), V(n, kw);
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t j = 0; j < kw; ++j) {
-          K(t, j) = cached(ks[size_t(t * kw + j)], false, tok0 + t, j);
-          V(t, j) = cached(vs[size_t(t * kw + j)], true, tok0 + t, j);
+      if (f8 && fp8) {
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t j = 0; j < kw; ++j) {
+            K(t, j) = cached(ks[size_t(t * kw + j)], false, tok0 + t, j);
+            V(t, j) = cached(vs[size_t(t * kw + j)], true, tok0 + t, j);
+          }
+      } else {  // a 16-bit cache holds the inputs as they are
+        const double* value_of = decode16_table(c.dtype);
+        for (int64_t e = 0; e < n * kw; ++e) {
+          K.data()[e] = value_of[ks[size_t(e)]];
+          V.data()[e] = value_of[vs[size_t(e)]];
         }
+      }
       in.keys.push_back(std::move(K));
       in.values.push_back(std::move(V));
       out.row(i) = reference::decode_attention(in).row(0);

@@ -14,7 +14,7 @@ uint16_t encode16(DType dtype, float f) {
   return Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(f));
 }
 
-double decode16(DType dtype, uint16_t bits) {
+const double* decode16_table(DType dtype) {
   // Every value of both formats, converted once: the references widen hundreds of millions of elements.
   static const std::vector<double> table = [] {
     std::vector<double> t(2 << 16);
@@ -24,8 +24,10 @@ double decode16(DType dtype, uint16_t bits) {
     }
     return t;
   }();
-  return table[(dtype == DType::F16 ? 0u : 1u << 16) + bits];
+  return table.data() + (dtype == DType::F16 ? 0u : 1u << 16);
 }
+
+double decode16(DType dtype, uint16_t bits) { return decode16_table(dtype)[bits]; }
 
 U16Buffer counter16(DType dtype, int kind, uint64_t key, size_t n) {
   U16Buffer out(n);

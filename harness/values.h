@@ -14,6 +14,9 @@ namespace kvh {
 uint16_t encode16(DType dtype, float f);
 /// The value of a 16-bit element of `dtype`.
 double decode16(DType dtype, uint16_t bits);
+/// decode16 of every bit pattern of `dtype`: table[bits] (65,536 entries, made
+/// once), for loops that widen millions of elements.
+const double* decode16_table(DType dtype);
 /// Elements [0, n) of the counter-based stream `key` (kernels/counter_rng.h,
 /// rng::kInput or rng::kOldToken), computed on all cores: the same values a
 /// device fill of that stream writes, element i of the logical tensor first.

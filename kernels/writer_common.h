@@ -147,10 +147,19 @@ template <class Fn> int with_writer_policy(const kvh_write_args& a, Fn&& fn) {
 }
 
 /// Threads per block for a writer: one work item (an element or an x-vector)
-/// per thread, at least one wavefront (64), at most 256.
+/// per thread, at least one wavefront (64), at most 256. The host SIMT runtime
+/// (cpu backend) runs one wavefront a block: there a thread is a function call
+/// that repeats the token's prologue (slot load, block and offset divisions),
+/// so fewer threads each looping over more items is the same work, cheaper.
+/// The writers are grid-stride loops over their items: any count is correct.
 inline unsigned writer_block_threads(int64_t num_kv_heads, int64_t items_per_head) {
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
   int64_t n = num_kv_heads * items_per_head;
   return unsigned(n < 256 ? (n < 64 ? 64 : n) : 256);
+#else
+  (void)num_kv_heads, (void)items_per_head;
+  return 64;
+#endif
 }
 
 }  // namespace kvh::kernels

@@ -217,10 +217,17 @@ void run_blocks_plain(dim3 grid, dim3 block, size_t shared_bytes, const std::fun
       if (b >= nblocks) break;
       st.block_idx = dim3(unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                           unsigned(b / ((unsigned long)grid.x * grid.y)));
+      // threadIdx counts up x first, then y, then z: no divisions per thread (a writer's
+      // thread is a few stores, and this loop runs once per thread of the grid).
+      dim3 ti(0, 0, 0);
       for (unsigned t = 0; t < nthreads; ++t) {
-        st.thread_idx = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+        st.thread_idx = ti;
         st.linear_tid = t;
         body();
+        if (++ti.x == block.x) {
+          ti.x = 0;
+          if (++ti.y == block.y) ti.y = 0, ++ti.z;
+        }
       }
     }
   } catch (...) {

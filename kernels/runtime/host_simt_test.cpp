@@ -297,6 +297,33 @@ TEST(HostSimt, BarrierFreeKernelsRunAsPlainCallsWithTheSameResult) {
     for (int t = 0; t < 64; ++t) ASSERT_EQ(out[b * 64 + t], b * 7 + t);
 }
 
+// Every thread of a 3-d block records its indices at its own place: each (block, thread) once.
+__global__ void index_kernel(int* out) {
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  int* at = out + 4 * (b * blockDim.x * blockDim.y * blockDim.z + t);
+  at[0] = int(threadIdx.x), at[1] = int(threadIdx.y), at[2] = int(threadIdx.z), at[3] += 1;
+}
+KVH_DECLARE_BARRIER_FREE(index_kernel);
+
+TEST(HostSimt, BarrierFreeThreadsOf3dBlocksGetEveryIndexOnce) {
+  const dim3 grid(3, 2, 2), block(5, 3, 2);
+  const unsigned threads = 5 * 3 * 2, blocks = 3 * 2 * 2;
+  std::vector<int> out(4 * threads * blocks, 0);
+  hipLaunchKernelGGL(index_kernel, grid, block, 0, nullptr, out.data());
+  ASSERT_EQ(hipGetLastError(), hipSuccess);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned z = 0, t = 0; z < 2; ++z)
+      for (unsigned y = 0; y < 3; ++y)
+        for (unsigned x = 0; x < 5; ++x, ++t) {
+          const int* at = &out[4 * (b * threads + t)];
+          ASSERT_EQ(at[0], int(x)) << "block " << b << " thread " << t;
+          ASSERT_EQ(at[1], int(y)) << "block " << b << " thread " << t;
+          ASSERT_EQ(at[2], int(z)) << "block " << b << " thread " << t;
+          ASSERT_EQ(at[3], 1) << "block " << b << " thread " << t << " ran this many times";
+        }
+}
+
 TEST(HostSimt, ABarrierInAKernelDeclaredBarrierFreeIsALaunchFailure) {
   std::vector<int> out(64, 0);
   hipLaunchKernelGGL(lying_kernel, dim3(1), dim3(64), 0, nullptr, out.data());
