@@ -230,9 +230,11 @@ MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
                    + T * 2 * NKV * HD * 2 + T * 8          // the context's fused KV, slot_mapping
                    + S * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
                    + (partitions > 1 ? 4 * S * NH * partitions * (2 + HD) : 0);
-  const int64_t copies = c.values == ValueDist::Normal ? 1 : 2;
-  e.host_bytes = copies * (2 * T * NKV * HD * 2 + S * NH * HD * 2)   // Q, K, V as the reference reads them
-                 + int64_t(host_threads()) * 2 * max_ctx * NKV * HD * 8  // float64 K and V of a sequence per thread
+  // Q as the reference reads it; K and V of a sequence per thread, 16-bit and float64; shaped
+  // values (value_dist.h) keep the whole context's K and V on the host, before and after shaping.
+  const int64_t shaped = c.values == ValueDist::Normal ? 0 : 2 * (2 * T * NKV * HD * 2 + S * NH * HD * 2);
+  e.host_bytes = shaped + S * NH * HD * 2
+                 + int64_t(host_threads()) * 2 * max_ctx * NKV * HD * (8 + 2)
                  + 2 * (S * NH * HD * 2 + 2 * kSmallMargin)          // out and its download
                  + 2 * (S * max_blocks * 4 + S * 4 + 4 * kSmallMargin) + T * 8;
   return e;
@@ -452,7 +454,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
     // An attention case's reference writer overwrites every page whose tokens are all context:
     // no old tokens there. A pipeline's writer under test must be judged against them.
     std::vector<uint8_t> overwritten;
-    if (!wr) {
+    if (!wr && c.stale == Stale::Random && !c.fp8_cache()) {  // the only fill that skips them
       overwritten.assign(size_t(num_pages), 0);
       std::vector<int64_t> tokens(size_t(num_pages), 0);
       for (int64_t slot : s.slots)

@@ -99,36 +99,36 @@ inline uint16_t input16(bool bf16, uint32_t r) {
 /// hashed 32 at a time, then their 16- or 32-bit lanes are turned into
 /// elements in a loop the compiler vectorizes; bits16 element by element
 /// gives the same bits (counter_rng_test).
-template <int Kind, bool Bf16>
+template <int K, bool Bf16>
 inline void fill_run16(uint16_t* dst, int64_t stride, int64_t n, uint64_t key, uint64_t first) {
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lane l of a word is its l-th 16/32-bit piece in memory");
-  constexpr unsigned sh = Kind == kOldToken ? 2u : 1u, pw = 1u << sh, mask = pw - 1;
+  constexpr unsigned sh = K == kOldToken ? 2u : 1u, pw = 1u << sh, mask = pw - 1;
   constexpr int64_t kWords = 32, kElems = kWords * pw;
   int64_t i = 0;
   uint64_t idx = first;
-  for (; i < n && (idx & mask); ++i, ++idx) dst[i * stride] = bits16_of_word(Kind, Bf16, at(key, idx >> sh), unsigned(idx & mask));
+  for (; i < n && (idx & mask); ++i, ++idx) dst[i * stride] = bits16_of_word(K, Bf16, at(key, idx >> sh), unsigned(idx & mask));
   uint64_t words[kWords];
   uint16_t out[kElems];
   for (; i + int64_t(pw) <= n;) {
     const int64_t nw = std::min<int64_t>(kWords, (n - i) >> sh);
     for (int64_t j = 0; j < nw; ++j) words[j] = at(key, (idx >> sh) + uint64_t(j));
-    if constexpr (Kind == kOldToken) {
+    const int64_t ne = nw << sh;  // only the words hashed in this batch are read
+    if constexpr (K == kOldToken) {
       uint16_t lanes[kElems];
-      __builtin_memcpy(lanes, words, sizeof words);
-      for (int64_t k = 0; k < kElems; ++k) out[k] = old_token16(Bf16, lanes[k]);
+      __builtin_memcpy(lanes, words, size_t(nw) * 8);
+      for (int64_t k = 0; k < ne; ++k) out[k] = old_token16(Bf16, lanes[k]);
     } else {
       uint32_t lanes[kElems];
-      __builtin_memcpy(lanes, words, sizeof words);
-      for (int64_t k = 0; k < kElems; ++k) out[k] = input16(Bf16, lanes[k]);
+      __builtin_memcpy(lanes, words, size_t(nw) * 8);
+      for (int64_t k = 0; k < ne; ++k) out[k] = input16(Bf16, lanes[k]);
     }
-    const int64_t ne = nw << sh;
     if (stride == 1) __builtin_memcpy(dst + i, out, size_t(ne) * 2);
     else
       for (int64_t k = 0; k < ne; ++k) dst[(i + k) * stride] = out[k];
     i += ne;
     idx += uint64_t(ne);
   }
-  for (; i < n; ++i, ++idx) dst[i * stride] = bits16_of_word(Kind, Bf16, at(key, idx >> sh), unsigned(idx & mask));
+  for (; i < n; ++i, ++idx) dst[i * stride] = bits16_of_word(K, Bf16, at(key, idx >> sh), unsigned(idx & mask));
 }
 
 /// fill_run16 with the kind and format chosen at run time.

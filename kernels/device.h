@@ -99,7 +99,9 @@ void settle();
 bool healthy();
 /// Bytes of device memory currently owned by Buffer objects (hygiene checks).
 size_t live_bytes();
-/// Device-to-device copy of `bytes` bytes (ordered with kernel launches).
+/// Device-to-device copy of `bytes` bytes (ordered with kernel launches); the
+/// two ranges must not overlap (the cpu backend copies large ones in pieces on
+/// its kernel workers).
 void copy_d2d(void* dst, const void* src, size_t bytes);
 /// Fills `count` 16-bit elements at device address `dst` with finite,
 /// non-zero values of magnitude 2^-4..2^3 (f16 bits, or bf16 when `bf16`)

@@ -225,7 +225,7 @@ void copy_d2d(void* dst, const void* src, size_t bytes) {
 #if !defined(KVH_BACKEND_HIP) && !defined(KVH_BACKEND_CUDA)
   if (bytes >= 4 * kCopyPiece) {
     const unsigned pieces = unsigned((bytes + kCopyPiece - 1) / kCopyPiece);
-    hipLaunchKernelGGL(copy_pieces_kernel, dim3((pieces + 7) / 8), dim3(8), 0, 0, static_cast<uint8_t*>(dst),
+    hipLaunchKernelGGL(copy_pieces_kernel, dim3(pieces), dim3(1), 0, 0, static_cast<uint8_t*>(dst),
                        static_cast<const uint8_t*>(src), uint64_t(bytes));
     check(hipGetLastError(), "copy_d2d");
     return;

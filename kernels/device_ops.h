@@ -34,7 +34,7 @@ void fill_sentinel_at(void* bytes, size_t n, uint64_t first);
 /// base[v(i)] = rng::bits16(kind, bf16, key, i) for every logical (row-major)
 /// index i of `v` (kernels/counter_rng.h): the same values the host gets from
 /// the same stream. skip_outer: null, or device bytes [v.shape[0]] (v of 2 or
-/// more dims, else std::invalid_argument); the elements of an outermost index
+/// more dims, else std::invalid_argument on every backend); the elements of an outermost index
 /// whose byte is nonzero are left as they are: a cache's pages that a writer
 /// will overwrite in full (the others get the values they would get anyway).
 void fill_view16(void* base, const View16& v, int kind, bool bf16, uint64_t key, const uint8_t* skip_outer = nullptr);

@@ -38,6 +38,17 @@ void check_launch(const char* what) {
   if (e != hipSuccess) throw Error(std::string(what) + " launch: " + hipGetErrorString(e));
 }
 
+// The view fills' launch shape. Host: a work item is a row of a page or a whole page, so
+// blocks of 32 items let a cache of a few hundred pages still reach every worker.
+#if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
+constexpr unsigned kFillThreads = kThreads;
+#else
+constexpr unsigned kFillThreads = 32;
+#endif
+unsigned fill_blocks(uint64_t items) {
+  return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((items + kFillThreads - 1) / kFillThreads, kMaxBlocks)));
+}
+
 unsigned blocks_for(uint64_t work, uint64_t per_thread = 1) {
   const uint64_t threads = (work + per_thread - 1) / per_thread;
   return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((threads + kThreads - 1) / kThreads, kMaxBlocks)));
@@ -292,8 +303,12 @@ FillPlan plan_fill(const View16& view, const char* what) {
       ++m.ndim;
     }
   }
+  if (m.ndim == 1 && view.ndim > 1) {  // every dim after the first is size 1: rows of one element
+    m.ndim = 2;
+    m.shape[1] = 1, m.stride[1] = 1;
+  }
   v = m;
-  if (v.ndim == 1 && n > 0) {  // one long row would be one thread's: cut it into rows of up to 4096
+  if (v.ndim == 1 && n > 0) {  // a 1-D view: one long row would be one thread's, cut it into rows of up to 4096
     int64_t cols = 4096;
     while (n % cols) cols /= 2;
     v.ndim = 2;
@@ -302,6 +317,7 @@ FillPlan plan_fill(const View16& view, const char* what) {
   }
   const int inner = v.ndim >= 3 ? 2 : 1;  // at least one outer dim left to spread over threads
 #endif
+  // (GPU: one element a work item, the view as it is.)
   int64_t per_item = 1;
   for (int d = v.ndim - inner; d < v.ndim && inner; ++d) per_item *= v.shape[d];
   return {v, inner, n == 0 ? 0 : uint64_t(n / per_item)};
@@ -312,17 +328,17 @@ FillPlan plan_fill(const View16& view, const char* what) {
 void fill_view16(void* base, const View16& view, int kind, bool bf16, uint64_t key, const uint8_t* skip_outer) {
   const FillPlan p = plan_fill(view, "fill_view16");
   if (p.items == 0) return;
-  if (skip_outer && p.v.shape[0] != view.shape[0])
+  if (skip_outer && (view.ndim < 2 || p.v.shape[0] != view.shape[0]))
     throw std::invalid_argument("fill_view16: skip_outer needs a view of 2 or more dims");
-  hipLaunchKernelGGL(fill_view16_kernel, dim3(blocks_for(p.items)), dim3(kThreads), 0, 0, static_cast<uint16_t*>(base),
-                     p.v, p.inner, p.items, kind, int(bf16), key, skip_outer);
+  hipLaunchKernelGGL(fill_view16_kernel, dim3(fill_blocks(p.items)), dim3(kFillThreads), 0, 0,
+                     static_cast<uint16_t*>(base), p.v, p.inner, p.items, kind, int(bf16), key, skip_outer);
   check_launch("fill_view16");
 }
 
 void fill_view16_const(void* base, const View16& view, uint16_t bits) {
   const FillPlan p = plan_fill(view, "fill_view16_const");
   if (p.items == 0) return;
-  hipLaunchKernelGGL(fill_view16_const_kernel, dim3(blocks_for(p.items)), dim3(kThreads), 0, 0,
+  hipLaunchKernelGGL(fill_view16_const_kernel, dim3(fill_blocks(p.items)), dim3(kFillThreads), 0, 0,
                      static_cast<uint16_t*>(base), p.v, p.inner, p.items, bits);
   check_launch("fill_view16_const");
 }

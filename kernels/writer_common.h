@@ -147,11 +147,12 @@ template <class Fn> int with_writer_policy(const kvh_write_args& a, Fn&& fn) {
 }
 
 /// Threads per block for a writer: one work item (an element or an x-vector)
-/// per thread, at least one wavefront (64), at most 256. The host SIMT runtime
-/// (cpu backend) runs one wavefront a block: there a thread is a function call
+/// per thread, at least one wavefront (64), at most 256. On the host SIMT
+/// runtime (cpu backend) 64 threads a block: there a thread is a function call
 /// that repeats the token's prologue (slot load, block and offset divisions),
 /// so fewer threads each looping over more items is the same work, cheaper.
-/// The writers are grid-stride loops over their items: any count is correct.
+/// The writers loop over a token's items with a stride of blockDim.x: any
+/// block size is correct.
 inline unsigned writer_block_threads(int64_t num_kv_heads, int64_t items_per_head) {
 #if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
   int64_t n = num_kv_heads * items_per_head;
