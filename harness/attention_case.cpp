@@ -135,11 +135,11 @@ ModifierValues modifier_values(const Case& c) {
 // (tokens sequence by sequence), or, with k and v null, K/V generated a
 // sequence at a time from the case's streams kKeys/kValues of data_seed (the
 // same elements counter16 would give: no whole-context copy on the host).
-// One sequence at a time on each core: only
-// that sequence's K and V are ever widened to float64. An fp8 cache (scales
-// set): each K/V element is what the cache holds, dequantized: the reference
-// codec's fp8_decode(fp8_encode(float(x) / scale)) * scale, with the scale of
-// the token's slot (physical block, kv head, token-in-block).
+// One sequence at a time on each core: only that sequence's K and V are ever
+// widened to float64. An fp8 cache (scales set): each K/V element is what the
+// cache holds, dequantized: the reference codec's
+// fp8_decode(fp8_encode(float(x) / scale)) * scale, with the scale of the
+// token's slot (physical block, kv head, token-in-block).
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
                                    const uint16_t* v, uint64_t data_seed, double scale, const ModifierValues& mods,
                                    const std::atomic<bool>& cancel,
