@@ -14,9 +14,10 @@ namespace kvh {
 
 /// Large host buffers backed by transparent huge pages where the kernel
 /// allows it (madvise mode): page faults dominate a case's time otherwise.
-/// Freed blocks of 4 MiB and more are kept (up to 2 GiB) for later requests
-/// of half to all their size; big_free must be given the size big_alloc was
-/// asked for. Throws std::bad_alloc.
+/// Freed blocks of 4 MiB and more are kept (up to 2 GiB, sizes in
+/// device::size_class classes) for later requests of half to all their size,
+/// except under ASan or with KVH_NO_POOL set (as the device pool); big_free
+/// must be given the size big_alloc was asked for. Throws std::bad_alloc.
 void* big_alloc(size_t bytes);
 void big_free(void* p, size_t bytes) noexcept;
 

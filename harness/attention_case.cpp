@@ -528,6 +528,7 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
       enter_phase(Phase::Check);
       if (writer_failed) snapshot.copy_from(cache);
     } else {  // attention: the reference writer puts the context into the cache
+      enter_phase(Phase::Reference);
       reference_write(cache);
       enter_phase(Phase::AllocFill);
       snapshot.copy_from(cache);

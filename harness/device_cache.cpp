@@ -260,8 +260,21 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
       e = e_host.emplace(expected.download());
       a = a_host.emplace(actual.download());
     }
+    // The cache as the writer found it, made again: on the cpu backend by the fill itself,
+    // in device (= host) memory; elsewhere on the host (host_fill_cache, equal to the device
+    // fill byte for byte: device_cache_test).
     enter_phase(Phase::AllocFill);
-    const GuardedArena b = host_fill_cache(L, dtype, data_seed, actual.margin_bytes(), stale, kv);
+    std::optional<DeviceArena> b_dev;
+    std::optional<GuardedArena> b_host;
+    ArenaBytes b;
+    if (device::host_reads_device_memory()) {
+      b_dev.emplace(L.storage_elems, actual.margin_bytes(), L.geo.elem_bytes);
+      b_dev->fill_cache(L, dtype, data_seed, stale, kv);
+      device::settle();
+      b = in_place(*b_dev);
+    } else {
+      b = b_host.emplace(host_fill_cache(L, dtype, data_seed, actual.margin_bytes(), stale, kv));
+    }
     enter_phase(Phase::Check);
     Verdict v = check_write(L, dtype, b, e, a, kv);
     attribute(v, component::kWriter);

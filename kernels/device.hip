@@ -87,14 +87,17 @@ Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: buffers may be freed during static destruction
   return *p;
 }
-// Under AddressSanitizer, or with KVH_NO_POOL set, every buffer is a fresh
+// Under AddressSanitizer, or with KVH_NO_POOL set (not to "0"), every buffer is a fresh
 // allocation: a pooled buffer may be larger than asked and is never freed, so
 // ASan would miss an access past a buffer's end or after its release.
 bool pool_enabled() {
 #if defined(__SANITIZE_ADDRESS__)
   return false;
 #else
-  static const bool on = std::getenv("KVH_NO_POOL") == nullptr;
+  static const bool on = [] {  // KVH_NO_POOL set to anything but "0" turns it off
+    const char* v = std::getenv("KVH_NO_POOL");
+    return v == nullptr || std::string(v) == "0";
+  }();
   return on;
 #endif
 }
