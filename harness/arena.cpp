@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
-#include <string>
 
 namespace kvh {
 
@@ -34,20 +33,6 @@ BlockCache& cache() {
 }
 size_t rounded(size_t bytes) { return (device::size_class(bytes) + kHuge - 1) / kHuge * kHuge; }
 
-// Under AddressSanitizer, or with KVH_NO_POOL set (to anything but "0"), nothing is kept:
-// a reused block would hide a use after free from ASan (as device.hip's pool does).
-bool keep_blocks() {
-#if defined(__SANITIZE_ADDRESS__)
-  return false;
-#else
-  static const bool on = [] {
-    const char* v = std::getenv("KVH_NO_POOL");
-    return v == nullptr || std::string(v) == "0";
-  }();
-  return on;
-#endif
-}
-
 }  // namespace
 
 void* big_alloc(size_t bytes) {
@@ -56,8 +41,8 @@ void* big_alloc(size_t bytes) {
     if (!p) throw std::bad_alloc();
     return p;
   }
-  const size_t n = keep_blocks() ? rounded(bytes) : (bytes + kHuge - 1) / kHuge * kHuge;  // a multiple of the alignment
-  if (keep_blocks()) {
+  const size_t n = device::pooling() ? rounded(bytes) : (bytes + kHuge - 1) / kHuge * kHuge;  // a multiple of the alignment
+  if (device::pooling()) {
     BlockCache& c = cache();
     std::lock_guard<std::mutex> lk(c.m);
     auto it = c.free.lower_bound(n);
@@ -80,7 +65,7 @@ void big_free(void* p, size_t bytes) noexcept {
   // A block reused for a smaller request keeps its own size class: remember the request's
   // rounded size only as a lower bound, so it is never handed out for more than it holds.
   const size_t n = rounded(bytes);
-  if (!keep_blocks()) return std::free(p);
+  if (!device::pooling()) return std::free(p);
   BlockCache& c = cache();
   std::lock_guard<std::mutex> lk(c.m);
   if (c.held + n > kCacheLimit) return std::free(p);

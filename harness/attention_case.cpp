@@ -145,9 +145,8 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
                                    const std::atomic<bool>& cancel,
                                    const KvScaleTensors* fp8 = nullptr) {
   const std::optional<reference::Fp8Format> f8 = fp8_format(c);
-  auto cached = [&](uint16_t bits, bool is_value, int64_t token, int64_t j) {
+  auto cached = [&](uint16_t bits, bool is_value, int64_t token, int64_t j) {  // an fp8 cache's element
     const double x = decode16(c.dtype, bits);
-    if (!f8 || !fp8) return x;
     const int64_t slot = s.slots[size_t(token)], blk = slot / c.block_size, tok = slot % c.block_size;
     const int64_t head = j / c.head_size;
     const float sc = is_value ? fp8->v_at(blk, head, tok) : fp8->k_at(blk, head, tok);

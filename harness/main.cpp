@@ -1,4 +1,4 @@
-#if defined(__GLIBC__) || __has_include(<malloc.h>)
+#if __has_include(<malloc.h>)
 #include <malloc.h>
 #endif
 

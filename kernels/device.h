@@ -47,6 +47,11 @@ struct AllocError : Error {
   using Error::Error;
 };
 
+/// False under AddressSanitizer or with KVH_NO_POOL set (to anything but "0"):
+/// then freed buffers are not kept for reuse (Buffer's pool, and the host's
+/// block cache in harness/arena.h), so ASan sees every use after free.
+bool pooling();
+
 /// True when device memory is host memory (the cpu backend): after
 /// synchronize() the host may read a Buffer's bytes where they are, with no download.
 bool host_reads_device_memory();

@@ -87,22 +87,8 @@ Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: buffers may be freed during static destruction
   return *p;
 }
-// Under AddressSanitizer, or with KVH_NO_POOL set (not to "0"), every buffer is a fresh
-// allocation: a pooled buffer may be larger than asked and is never freed, so
-// ASan would miss an access past a buffer's end or after its release.
-bool pool_enabled() {
-#if defined(__SANITIZE_ADDRESS__)
-  return false;
-#else
-  static const bool on = [] {  // KVH_NO_POOL set to anything but "0" turns it off
-    const char* v = std::getenv("KVH_NO_POOL");
-    return v == nullptr || std::string(v) == "0";
-  }();
-  return on;
-#endif
-}
 void* pool_take(size_t bytes, size_t& cap) {
-  if (!pool_enabled()) return nullptr;
+  if (!pooling()) return nullptr;
   Pool& p = pool();
   std::lock_guard<std::mutex> lk(p.m);
   auto it = p.free.lower_bound(bytes);
@@ -121,7 +107,7 @@ void pool_release_all() {
   p.held = 0;
 }
 void pool_give(void* ptr, size_t cap) {
-  if (g_faulted || !pool_enabled()) return (void)hipFree(ptr);
+  if (g_faulted || !pooling()) return (void)hipFree(ptr);
   Pool& p = pool();
   std::lock_guard<std::mutex> lk(p.m);
   if (p.held + cap > kPoolLimit) return (void)hipFree(ptr);
@@ -130,6 +116,21 @@ void pool_give(void* ptr, size_t cap) {
 }
 
 }  // namespace
+
+// Under AddressSanitizer, or with KVH_NO_POOL set (not to "0"), every buffer is a fresh
+// allocation: a pooled buffer may be larger than asked and is never freed, so
+// ASan would miss an access past a buffer's end or after its release.
+bool pooling() {
+#if defined(__SANITIZE_ADDRESS__)
+  return false;
+#else
+  static const bool on = [] {
+    const char* v = std::getenv("KVH_NO_POOL");
+    return v == nullptr || std::string(v) == "0";
+  }();
+  return on;
+#endif
+}
 
 bool host_reads_device_memory() {
 #if defined(KVH_BACKEND_HIP) || defined(KVH_BACKEND_CUDA)
@@ -152,7 +153,7 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
     g_live_bytes += bytes_;
     return;
   }
-  cap_ = pool_enabled() ? size_class(bytes) : bytes;  // unpooled (ASan): exactly what was asked
+  cap_ = pooling() ? size_class(bytes) : bytes;  // unpooled (ASan): exactly what was asked
   hipError_t e = hipMalloc(&ptr_, cap_);
   if (e != hipSuccess && !context_lost()) {  // the pool may hold what this needs
     (void)hipGetLastError();
