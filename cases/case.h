@@ -11,7 +11,7 @@ namespace kvh {
 
 enum class CaseKind { Write, Attention, Pipeline };
 enum class DType { F16, BF16 };
-/// How a decode case's Q, K and V values are distributed (harness/value_dist.h
+/// How a decode case's Q, K and V values are distributed (harness/case/value_dist.h
 /// states each one's contract): Normal, the generator's uniform [-2, 2);
 /// Sink, attention-sink tokens whose logits exceed every other by more than 100;
 /// Large, K and V near the dtype's largest finite value.
@@ -28,7 +28,7 @@ enum class KvScales { None, Tensor, Head, Block, Token };
 /// block and the spare blocks nobody owns. Random: finite old tokens (counter
 /// streams kOldKeys / kOldValues); Nan: the cache dtype's NaN; Inf: +Inf in
 /// the K cache and -Inf in the V cache (a format without Inf, fp8: its NaN).
-/// The bit patterns: harness/stale.h stale_bits.
+/// The bit patterns: harness/case/stale.h stale_bits.
 enum class Stale { Random, Nan, Inf };
 
 const char* to_string(CaseKind k);
@@ -128,7 +128,7 @@ std::string block_table_padding_name(int64_t padding);
 /// Parses "-1" or "num_blocks+K" (K an integer in [0, kMaxPaddingK]); nullopt otherwise.
 std::optional<int64_t> parse_block_table_padding(const std::string& s);
 /// Largest K of "num_blocks+K": the pages of padding ids must lie inside the
-/// cache arena's margins (harness/attention_case.cpp sizes them), where they hold NaN.
+/// cache arena's margins (harness/case/attention_case.cpp sizes them), where they hold NaN.
 constexpr int64_t kMaxPaddingK = 16;
 
 }  // namespace kvh

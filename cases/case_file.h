@@ -20,7 +20,7 @@
 //   (instead of variants: readers = [...] and/or routers = [...], crossed with writers = [...] in a pipeline)
 //   context_lens_lists = [[1, 512, 513]]  # instead of batch_sizes/context_lens: explicit per-sequence
 //                                  # lengths, one list per batch (its length is the batch size)
-//   values = ["normal", "sink"]    # value distributions (harness/value_dist.h), default ["normal"]
+//   values = ["normal", "sink"]    # value distributions (harness/case/value_dist.h), default ["normal"]
 //   expect_routed_to = "pa_fwd_asm"  # or [{reader, routers, head_sizes, dtypes, batch_sizes, batch_range,
 //                                  # high_precision}, ...]: the route router cases must take (also per variant)
 //   route_boundaries = true        # router rows also get the batches around the routing threshold

@@ -1,7 +1,7 @@
 // Routing boundaries for the case generator: the batch sizes at which the
 // documented routing rules change their decision, so that a case file can ask
 // for cases just below, at and just above each threshold (`route_boundaries =
-// true`). An independent statement of the rules of kernels/router.h (cases/
+// true`). An independent statement of the rules of kernels/router/router.h (cases/
 // includes nothing of kernels/); route_boundaries_test checks the two agree.
 //
 // Rules (aiter aiter/ops/attention.py, _should_use_asm_kernel, called by
@@ -19,7 +19,7 @@ namespace kvh {
 
 /// Compute units of a routing target as case files name it: "MI210" 104,
 /// "MI250X" 110, "MI300X" 304, "MI325X" 304, "MI355X" 256 (AMD
-/// specifications, as kernels/router.cpp), or "cus=N". nullopt for anything
+/// specifications, as kernels/router/router.cpp), or "cus=N". nullopt for anything
 /// else, the empty target (the device's own) included.
 std::optional<int64_t> target_compute_units_of(const std::string& target);
 

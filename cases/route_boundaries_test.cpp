@@ -7,7 +7,7 @@
 
 #include "case_file.h"
 #include "planted_routers.h"
-#include "router.h"
+#include "router/router.h"
 
 namespace kvh {
 namespace {

@@ -15,7 +15,7 @@
 # output is shown) or a kernel is missing from the gfx942 assembly, 2 on bad
 # usage or a missing toolchain.
 #
-# kernels/device.hip (host-side runtime glue, no kernels) is compiled too: it
+# kernels/device/device.hip (host-side runtime glue, no kernels) is compiled too: it
 # is part of every HIP build, so a HIP-portability break there matters as much
 # as one in a kernel; it simply contributes no rows.
 #

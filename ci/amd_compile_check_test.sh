@@ -49,7 +49,7 @@ bash "$check" --no-install --out "$tmp/good-out" --src "$kernel" >"$tmp/good.std
 rc=$?
 [ "$rc" -eq 0 ] && ok "clean kernel: exit 0" || { bad "clean kernel: exit $rc, expected 0"; cat "$tmp/good.stderr"; }
 for t in gfx90a gfx940 gfx942; do
-  grep -Eq "^\| \`$kernel_name\` \| kernels/reshape_and_cache.hip \| $t" "$tmp/good-out/resources.md" &&
+  grep -Eq "^\| \`$kernel_name\` \| kernels/writers/reshape_and_cache.hip \| $t" "$tmp/good-out/resources.md" &&
     ok "clean kernel: table row for $t" || bad "clean kernel: no table row for $kernel_name on $t"
 done
 grep -q "$kernel_name" "$tmp/good.stdout" && ok "clean kernel: table printed" || bad "clean kernel: table not printed"

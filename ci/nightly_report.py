@@ -9,7 +9,7 @@ History layout, one folder per night, keyed by date and image tag:
 
 The page shows, for the newest night (or --night KEY):
   1. the diff with the previous night: every case whose outcome changed, regressions first
-     (the classes of `kvharness compare`, harness/compare.h: good = PASS, UNSUPPORTED, XFAIL;
+     (the classes of `kvharness compare`, harness/report/compare.h: good = PASS, UNSUPPORTED, XFAIL;
      bad = unexpected FAIL, CRASH, XPASS), with each suite's compare output folded below;
   2. the per-night trend of pass/fail counts per suite (all nights of the history);
   3. a heat map per suite: one row per kernel variant, one column per layout, rows grouped
@@ -47,7 +47,7 @@ class HistoryError(Exception):
 
 
 def outcome(case):
-    """Outcome class of one results.json case entry (harness/compare.h's rules)."""
+    """Outcome class of one results.json case entry (harness/report/compare.h's rules)."""
     v = case.get("verdict")
     if v == "FAIL":
         return "XFAIL" if case.get("expected_failure") else "FAIL"

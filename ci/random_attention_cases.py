@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a case file of N random decode-attention cases (shapes, layouts,
 block sizes, lengths, dtypes, both built-in general readers), the case-file
-twin of harness/attention_case_test.cpp's ThousandRandomCases: for comparing
+twin of harness/case/attention_case_test.cpp's ThousandRandomCases: for comparing
 two builds' verdicts with `kvharness compare` (issue 9: a faster harness must
 not change a verdict).
 

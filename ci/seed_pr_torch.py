@@ -21,7 +21,7 @@ CUS = 256  # MI355X compute units: the router's target
 
 
 def route(policy, num_seqs, num_heads, head_size):
-    """aiter's decode router as cases/seed-pr.toml names it (kernels/router.cpp has the rules and their sources)."""
+    """aiter's decode router as cases/seed-pr.toml names it (kernels/router/router.cpp has the rules and their sources)."""
     asm = num_seqs * num_heads > 2 * CUS
     if policy == "aiter-v0.1.12":
         asm = asm and head_size == 128

@@ -4,7 +4,7 @@
 # each other and the case files relative to themselves:
 #   PREFIX/bin/kvharness
 #   PREFIX/share/kvharness/cases/*.toml           the default case file (harness/cli.cpp looks here)
-#   PREFIX/lib/kvharness/libkvh_python.so         the Python bridge (kernels/registry.cpp looks here)
+#   PREFIX/lib/kvharness/libkvh_python.so         the Python bridge (kernels/registry/registry.cpp looks here)
 #   PREFIX/lib/kvharness/python/kvharness/        its Python package (providers/python/bridge.cpp
 #   PREFIX/lib/kvharness/python/kvharness_*.py      puts this folder first on sys.path), the shipped providers
 #   PREFIX/include/kvharness/provider.h           the provider ABI, for out-of-tree providers

@@ -16,17 +16,17 @@
 
 #include <fmt/ranges.h>
 
-#include "bench.h"
-#include "attention_case.h"
+#include "bench/bench.h"
+#include "case/attention_case.h"
 #include "case_file.h"
-#include "router.h"
-#include "compare.h"
-#include "device.h"
+#include "router/router.h"
+#include "report/compare.h"
+#include "device/device.h"
 #include "filter.h"
 #include "model.h"
-#include "isolate.h"
-#include "runner.h"
-#include "shard.h"
+#include "run/isolate.h"
+#include "run/runner.h"
+#include "run/shard.h"
 
 namespace kvh {
 

@@ -2,7 +2,7 @@
 // floating point spec v1.0 for E4M3; PyTorch's float8_e4m3fnuz for the "fnuz"
 // variant), sharing no code with kernels/. Header-only arithmetic on double
 // (no library calls, no bit tricks on floats) so that the harness's own device
-// work (kernels/device_ops.hip, the reference cache writer) can use the same
+// work (kernels/device/device_ops.hip, the reference cache writer) can use the same
 // code on a GPU: the writer check then compares a kernel's quantization with
 // this one, byte for byte.
 //

@@ -10,7 +10,7 @@
 
 #include "attention.h"
 #include "kvh_runtime.h"
-#include "registry.h"
+#include "registry/registry.h"
 
 namespace kvh::testing {
 

@@ -13,7 +13,7 @@
 
 #include "kvharness/provider.h"
 #include "layout.h"
-#include "registry.h"
+#include "registry/registry.h"
 
 /// The planted-bug readers (testing/planted_readers.hip), provider-style (ABI 2 descriptors).
 extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);

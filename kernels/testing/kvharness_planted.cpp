@@ -1,6 +1,6 @@
 // kvharness_planted: the kvharness command line with the planted-bug kernels
 // and routing policies registered beside the built-ins, for the mutation test
-// (harness/mutation_score_test.sh). Never installed; the shipped kvharness
+// (harness/check/mutation_score_test.sh). Never installed; the shipped kvharness
 // knows none of them.
 //
 //   kvharness_planted --list-mutants
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "planted_routers.h"
-#include "registry.h"
+#include "registry/registry.h"
 
 extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_cache_writers(int32_t* count);

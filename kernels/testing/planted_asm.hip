@@ -1,5 +1,5 @@
 // Planted-bug variants of the fixed-function head_size-128 reader (pa_fwd_asm,
-// kernels/pa_fwd_hd128.h), for the mutation test only (never in the builtin
+// kernels/readers/pa_fwd_hd128.h), for the mutation test only (never in the builtin
 // provider): each replaces one rule of AsmCorrectVariant.
 //   planted_asm_gqa_modulo       query head h reads kv head h % num_kv_heads:
 //                                invisible with one kv head per rank
@@ -9,8 +9,8 @@
 //   planted_asm_no_rescale       the online softmax does not rescale the
 //                                accumulator when a later 128-token chunk raises
 //                                the running max
-#include "kernel_desc.h"
-#include "pa_fwd_hd128.h"
+#include "registry/kernel_desc.h"
+#include "readers/pa_fwd_hd128.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 //                                     split as (offset % x, offset / x) instead of
 //                                     (offset / x, offset % x)
 // x = 8: 16-bit elements only (check_write_args rejects the rest).
-#include "../kernel_desc.h"
-#include "../writer_common.h"
+#include "registry/kernel_desc.h"
+#include "writers/writer_common.h"
 
 namespace kvh::kernels {
 namespace {

@@ -61,8 +61,8 @@
 //                                 block), token_swapped (token scale with the
 //                                 kv-head and slot extents swapped),
 //                                 dropped_on_v (tensor scale not applied to V)
-#include "kernel_desc.h"
-#include "paged_attention.h"
+#include "registry/kernel_desc.h"
+#include "readers/paged_attention.h"
 
 namespace {
 

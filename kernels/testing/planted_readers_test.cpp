@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "attention_check.h"
-#include "registry.h"
+#include "registry/registry.h"
 
 namespace kvh::testing {
 namespace {

@@ -8,7 +8,7 @@
 //   kvharness_planted run cases/large_readers.toml \
 //     --replace-kernel paged_attention_rocm=planted_int32_offset
 #include "../fixtures/simple_reader.h"
-#include "kernel_desc.h"
+#include "registry/kernel_desc.h"
 
 namespace {
 

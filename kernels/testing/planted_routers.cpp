@@ -1,5 +1,5 @@
 // Planted-bug routing policies for the mutation test (never among the built-in
-// policies): aiter's rule (kernels/router.cpp) with one realistic change each.
+// policies): aiter's rule (kernels/router/router.cpp) with one realistic change each.
 // A route that differs from the documented rule is caught by the cases that
 // state their expected route (expect_routed_to), even where the kernel it
 // picks could run the case.

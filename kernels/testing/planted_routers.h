@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "router.h"
+#include "router/router.h"
 
 namespace kvh::testing {
 

@@ -3,8 +3,8 @@
 // test can show that the check for that rule fails. Flash (NHD) cache.
 #include <cstdlib>
 
-#include "../kernel_desc.h"
-#include "../writer_common.h"
+#include "registry/kernel_desc.h"
+#include "writers/writer_common.h"
 
 #include <math.h>
 

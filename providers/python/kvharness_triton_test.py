@@ -58,7 +58,7 @@ if SKIP_REASON is not None and "pytest" in sys.modules:
 DEVICE = "cuda"
 #: Sentinel elements before and after every cache storage.
 MARGIN = 512
-#: Reader tolerances |got - ref| <= atol + rtol * |ref| (harness/tolerance.h).
+#: Reader tolerances |got - ref| <= atol + rtol * |ref| (harness/check/tolerance.h).
 TOLERANCE = {"fp16": (1e-3, 5e-3), "bf16": (8e-3, 1.6e-2)}
 SCHEMES = ("separate", "kv_first", "interleaved", "padded", "offset")
 

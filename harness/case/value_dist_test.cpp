@@ -1,0 +1,189 @@
+// The value distributions keep their contracts (value_dist.h), checked in
+// double precision on the 16-bit values the kernels and the reference see.
+#include "case/value_dist.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "device/counter_rng.h"
+#include "case/values.h"
+
+namespace kvh {
+namespace {
+
+struct Tensors {
+  std::vector<int32_t> lens;
+  std::vector<uint16_t> q, k, v;
+};
+
+Case decode_case(int64_t nh, int64_t nkv, int64_t hd, DType dt, ValueDist vd, std::vector<int32_t> lens) {
+  Case c;
+  c.kind = CaseKind::Attention;
+  c.model = "m";
+  c.num_heads = nh, c.num_kv_heads = nkv, c.head_size = hd, c.dtype = dt, c.values = vd;
+  c.batch_size = int64_t(lens.size());
+  c.context_lens.assign(lens.begin(), lens.end());
+  c.reader = "paged_attention_rocm";
+  return c;
+}
+
+Tensors shaped(const Case& c) {
+  Tensors t;
+  for (int64_t n : c.context_lens) t.lens.push_back(int32_t(n));
+  int64_t T = 0;
+  for (int32_t n : t.lens) T += n;
+  // The harness's own input streams (uniform in [-2, 2)), the same draws for every `values`.
+  const uint64_t seed = uint64_t(7 + c.head_size * 131 + c.num_heads * 17 + c.num_kv_heads);
+  auto draw = [&](uint64_t stream, int64_t n) {
+    const U16Buffer b = counter16(c.dtype, rng::kInput, rng::stream_key(seed, stream), size_t(n));
+    return std::vector<uint16_t>(b.begin(), b.end());
+  };
+  t.k = draw(rng::kKeys, T * c.num_kv_heads * c.head_size);
+  t.v = draw(rng::kValues, T * c.num_kv_heads * c.head_size);
+  t.q = draw(rng::kQueries, c.batch_size * c.num_heads * c.head_size);
+  shape_values(c, t.lens, t.q, t.k, t.v);
+  return t;
+}
+
+// logits[t] of query head h of sequence i, scale 1/sqrt(head_size), in double.
+std::vector<double> logits(const Case& c, const Tensors& t, int64_t i, int64_t h) {
+  const int64_t hd = c.head_size, kv = h / (c.num_heads / c.num_kv_heads);
+  int64_t tok0 = 0;
+  for (int64_t j = 0; j < i; ++j) tok0 += t.lens[size_t(j)];
+  std::vector<double> out;
+  for (int64_t tok = 0; tok < t.lens[size_t(i)]; ++tok) {
+    double dot = 0;
+    for (int64_t d = 0; d < hd; ++d)
+      dot += decode16(c.dtype, t.q[size_t((i * c.num_heads + h) * hd + d)]) *
+             decode16(c.dtype, t.k[size_t(((tok0 + tok) * c.num_kv_heads + kv) * hd + d)]);
+    out.push_back(dot / std::sqrt(double(hd)));
+  }
+  return out;
+}
+
+// Smallest gap, over every query head, between the dominant sink's logit and
+// every other token's, and between the weaker sink's and every non-sink token's.
+struct Margins {
+  double dominant = 1e300, weak = 1e300;
+};
+Margins sink_margins(const Case& c, const Tensors& t) {
+  Margins m;
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    const SinkTokens s = sink_tokens(c, i, t.lens[size_t(i)]);
+    const int64_t dom = s.early_dominates ? s.early : s.last, weak = s.early_dominates ? s.last : s.early;
+    for (int64_t h = 0; h < c.num_heads; ++h) {
+      const auto l = logits(c, t, i, h);
+      double other = -1e300, plain = -1e300;
+      for (int64_t tok = 0; tok < int64_t(l.size()); ++tok) {
+        if (tok != dom) other = std::max(other, l[size_t(tok)]);
+        if (tok != dom && tok != weak) plain = std::max(plain, l[size_t(tok)]);
+      }
+      if (l.size() > 1) m.dominant = std::min(m.dominant, l[size_t(dom)] - other);
+      if (weak >= 0 && l.size() > 2) m.weak = std::min(m.weak, l[size_t(weak)] - plain);
+    }
+  }
+  return m;
+}
+
+TEST(ValueDist, SinkLogitsExceedEveryOtherByMoreThan100ForEveryQueryHead) {
+  const std::vector<int32_t> lens{700, 1300, 1, 257, 2, 256};
+  for (DType dt : {DType::F16, DType::BF16})
+    for (int64_t hd : {64, 80, 96, 128, 256})
+      for (auto [nh, nkv] : {std::pair<int64_t, int64_t>{4, 4}, {8, 4}, {16, 4}, {8, 1}, {64, 8}}) {
+        const Case c = decode_case(nh, nkv, hd, dt, ValueDist::Sink, lens);
+        const Margins m = sink_margins(c, shaped(c));
+        EXPECT_GT(m.dominant, 100) << c.id();
+        EXPECT_GT(m.weak, 100) << c.id();
+      }
+}
+
+TEST(ValueDist, SinksSitInPartitionZeroAndTheLastAndAlternateDominance) {
+  const Case c = decode_case(8, 2, 128, DType::BF16, ValueDist::Sink, {700, 1300, 1, 257});
+  const std::vector<int64_t> lens{700, 1300, 1, 257};
+  for (int64_t i = 0; i < 4; ++i) {
+    const SinkTokens s = sink_tokens(c, i, lens[size_t(i)]);
+    EXPECT_LT(s.early, std::min<int64_t>(256, lens[size_t(i)]));
+    if (lens[size_t(i)] > 256) {
+      EXPECT_EQ(s.last / 256, (lens[size_t(i)] - 1) / 256) << "the last partition of sequence " << i;
+      EXPECT_EQ(s.early_dominates, i % 2 == 0);
+    } else {
+      EXPECT_EQ(s.last, -1);
+      EXPECT_TRUE(s.early_dominates);
+    }
+  }
+  EXPECT_EQ(sink_tokens(c, 3, 257).last, 256);  // a last partition of one token
+}
+
+// The known-bad input: unshaped values have no sink, so the same check fails.
+TEST(ValueDist, NormalValuesHaveNoSinkMargin) {
+  Case c = decode_case(8, 2, 128, DType::F16, ValueDist::Normal, {700, 1300});
+  const Tensors t = shaped(c);
+  c.values = ValueDist::Sink;  // read the sink positions of the sink case from the unshaped tensors
+  EXPECT_LT(sink_margins(c, t).dominant, 100);
+}
+
+TEST(ValueDist, SinkMagnitudesArePowersOfTwoTheDtypesHold) {
+  for (int64_t hd : {16, 64, 128, 256}) {
+    const SinkMagnitudes m = sink_key_magnitudes(hd);
+    EXPECT_EQ(std::exp2(std::round(std::log2(m.weak))), m.weak);
+    EXPECT_EQ(std::exp2(std::round(std::log2(m.dominant))), m.dominant);
+    EXPECT_LE(m.dominant, 1024) << "exactly representable in fp16 and bf16, logits far from float overflow";
+  }
+  EXPECT_EQ(sink_key_magnitudes(128).weak, 16);
+  EXPECT_EQ(sink_key_magnitudes(128).dominant, 64);
+}
+
+TEST(ValueDist, LargeValuesReachTheDtypesRangeAndKeepTheLogits) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    Case c = decode_case(8, 2, 128, dt, ValueDist::Normal, {300, 40});
+    const Tensors normal = shaped(c);
+    c.values = ValueDist::Large;
+    const Tensors large = shaped(c);
+    double vmax = 0, kmax = 0;
+    for (uint16_t e : large.v) vmax = std::max(vmax, std::fabs(decode16(dt, e)));
+    for (uint16_t e : large.k) kmax = std::max(kmax, std::fabs(decode16(dt, e)));
+    if (dt == DType::F16) {
+      EXPECT_EQ(vmax, 65504.0);  // clamped to the largest finite half
+      EXPECT_GE(kmax, 16384.0);
+    } else {
+      EXPECT_GE(vmax, std::exp2(111));
+      EXPECT_LE(vmax * 32768, std::exp2(127)) << "2^15 tokens accumulate finitely in float32";
+      EXPECT_GE(kmax, std::exp2(100));
+    }
+    for (uint16_t e : large.v) EXPECT_TRUE(std::isfinite(decode16(dt, e)));
+    for (int64_t h = 0; h < 8; ++h) {
+      const auto a = logits(c, normal, 0, h), b = logits(c, large, 0, h);
+      for (size_t t = 0; t < a.size(); ++t) ASSERT_NEAR(a[t], b[t], 0.05) << "head " << h << " token " << t;
+    }
+    EXPECT_EQ(value_scale(c), std::exp2(dt == DType::F16 ? 15 : 111));
+  }
+}
+
+TEST(ValueDist, DeterministicFromTheCaseAndNormalIsUntouched) {
+  const Case c = decode_case(8, 2, 64, DType::F16, ValueDist::Sink, {300, 9});
+  const Tensors a = shaped(c), b = shaped(c);
+  EXPECT_EQ(a.q, b.q);
+  EXPECT_EQ(a.k, b.k);
+  Case n = c;
+  n.values = ValueDist::Normal;
+  Tensors t = shaped(n);
+  const auto q = t.q, k = t.k, v = t.v;
+  shape_values(n, t.lens, t.q, t.k, t.v);
+  EXPECT_EQ(t.q, q);
+  EXPECT_EQ(t.k, k);
+  EXPECT_EQ(t.v, v);
+  EXPECT_EQ(value_scale(n), 1.0);
+}
+
+TEST(ValueDist, SizesThatDisagreeWithTheCaseThrow) {
+  const Case c = decode_case(8, 2, 64, DType::F16, ValueDist::Sink, {300, 9});
+  Tensors t = shaped(c);
+  t.k.pop_back();
+  EXPECT_THROW(shape_values(c, t.lens, t.q, t.k, t.v), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kvh

@@ -1,0 +1,214 @@
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace kvh {
+namespace {
+
+RunReport sample() {
+  RunReport r;
+  r.backend = "cpu";
+  r.complete = true;
+  CaseResult a;
+  a.c.model = "M";
+  a.c.writer = "reshape_and_cache_shuffle";
+  a.c.layout = Scheme::Interleaved;
+  a.repro = "kvharness run x.toml --filter 'id=...'";
+  CaseResult b = a;
+  b.c.writer = "fixture_shuffle_contiguous";
+  add_cause(b.v, component::kWriter, reason::kMismatch, "3 mismatched <elements>");
+  b.v.max_abs_err = 2.5;
+  a.wall_ms = 30;
+  a.phases[size_t(Phase::Launch)] = 20;
+  a.phases[size_t(Phase::Check)] = 10;
+  b.wall_ms = 5;
+  b.phases[size_t(Phase::Inputs)] = 5;
+  r.results = {a, b};
+  return r;
+}
+
+TEST(Report, PhasesAreRecordedPerCaseAndSummedInTheSummary) {
+  auto j = nlohmann::json::parse(results_json(sample()));
+  ASSERT_TRUE(j["cases"][0].contains("phases_ms"));
+  for (const char* p : {"setup", "alloc_fill", "inputs", "copy", "launch", "reference", "check", "timing"})
+    EXPECT_TRUE(j["cases"][0]["phases_ms"].contains(p)) << p;
+  EXPECT_EQ(j["cases"][0]["phases_ms"]["launch"], 20.0);
+  const std::string md = time_profile_markdown(sample(), 1);
+  // Largest first: launch 20 ms of the 35 summed, then check, then inputs; one slowest case.
+  EXPECT_NE(md.find("| launch | 0.02 | 57.1% |\n| check | 0.01 | 28.6% |\n| inputs | 0.01 | 14.3% |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| largest phase |"), std::string::npos) << md;
+  EXPECT_NE(md.find("launch 20.0 ms"), std::string::npos) << md;
+  EXPECT_NE(summary_markdown(sample()).find("## Where the time went"), std::string::npos);
+}
+
+TEST(Report, ResultsJsonFollowsTheContract) {
+  auto j = nlohmann::json::parse(results_json(sample()));
+  EXPECT_EQ(j["schema"], "kvharness.results/1");
+  EXPECT_EQ(j["complete"], true);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  for (const char* k : {"id", "kind", "model", "layout", "head_size", "num_heads", "num_kv_heads", "batch_size",
+                        "block_size", "dtype", "shuffle", "variant", "writer", "reader", "router_policy", "routed_to",
+                        "verdict", "reason", "max_abs_err", "max_rel_err", "kernel_us", "repro"})
+    EXPECT_TRUE(j["cases"][0].contains(k)) << k;
+  EXPECT_EQ(j["cases"][0]["verdict"], "PASS");
+  EXPECT_TRUE(j["cases"][0]["reason"].is_null());
+  EXPECT_EQ(j["cases"][1]["verdict"], "FAIL");
+  EXPECT_EQ(j["cases"][1]["max_abs_err"], 2.5);
+  EXPECT_EQ(j["cases"][1]["shuffle"], 1);
+}
+
+// Issue 11: every case records what its cache held outside its tokens; the summary gives each stale pattern and
+// padding its own matrix, so a fixture's nan_or_inf under stale nan never shares a cell with its random PASS.
+TEST(Report, StaleAndPaddingAreRecordedAndSplitTheMatrices) {
+  RunReport r;
+  r.backend = "cpu";
+  r.complete = true;
+  CaseResult a;
+  a.c.kind = CaseKind::Attention;
+  a.c.model = "M";
+  a.c.reader = "fixture_mask_by_zero";
+  a.c.layout = Scheme::KvFirst;
+  CaseResult b = a;
+  b.c.stale = Stale::Nan;
+  b.c.block_table_padding = 3;
+  add_cause(b.v, component::kReader, reason::kNanOrInf, "first NaN/Inf at seq 0");
+  CaseResult w;  // a write case: padding and min_block_id do not apply
+  w.c.model = "M";
+  w.c.writer = "reshape_and_cache";
+  r.results = {a, b, w};
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["cases"][0]["stale"], "random");
+  EXPECT_EQ(j["cases"][0]["block_table_padding"], "-1");
+  EXPECT_EQ(j["cases"][0]["min_block_id"], 1);
+  EXPECT_EQ(j["cases"][1]["stale"], "nan");
+  EXPECT_EQ(j["cases"][1]["block_table_padding"], "num_blocks+3");
+  EXPECT_EQ(j["cases"][2]["stale"], "random");
+  EXPECT_TRUE(j["cases"][2]["block_table_padding"].is_null());
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("head_size 0\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("head_size 0, stale nan, block_table_padding num_blocks+3\n"), std::string::npos) << md;
+}
+
+TEST(Report, SummaryHasTheMatrixAndEveryFailureWithItsRepro) {
+  const std::string md = summary_markdown(sample());
+  EXPECT_NE(md.find("| variant | interleaved |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fixture_shuffle_contiguous | **FAIL** mismatch |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| reshape_and_cache_shuffle | PASS |"), std::string::npos) << md;
+  EXPECT_NE(md.find("reproduce: `kvharness run x.toml"), std::string::npos) << md;
+}
+
+TEST(Report, JunitEscapesAndCountsFailures) {
+  const std::string x = junit_xml(sample());
+  EXPECT_NE(x.find("failures=\"1\""), std::string::npos);
+  EXPECT_NE(x.find("&lt;elements&gt;"), std::string::npos);
+}
+
+TEST(Report, ExpectedFailuresOfFixturesAreNotJunitFailures) {
+  RunReport r = sample();
+  r.results[1].fixture = true;
+  r.results[1].expected = true;
+  r.results[1].v.causes[0].expected_by = "regression fixture fixture_shuffle_contiguous (writer)";
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("failures=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("expected FAIL (mismatch): regression fixture"), std::string::npos) << x;
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("**0 unexpected failure(s)**; 1 expected"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fixture_shuffle_contiguous | xfail mismatch |"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["cases"][1]["fixture"], true);
+  EXPECT_EQ(j["cases"][1]["expected_failure"], true);
+  EXPECT_EQ(j["cases"][1]["causes"][0]["component"], "writer");
+}
+
+// Issue 7, defect 8: cells tell an unexpected FAIL from an expected one and CRASH from FAIL; unexpected first.
+TEST(Report, CellsShowTheClassAndUnexpectedFailuresComeFirst) {
+  RunReport r = sample();
+  CaseResult crash = r.results[0];
+  crash.c.writer = "reshape_and_cache";
+  add_cause(crash.v, component::kWriter, reason::kCrash, "signal 11", true);
+  CaseResult xfail = r.results[1];
+  xfail.c.layout = Scheme::Padded;
+  xfail.expected = true;
+  CaseResult unsup = r.results[0];
+  unsup.c.layout = Scheme::Padded;
+  unsup.v.status = Status::Unsupported;
+  r.results.push_back(crash);
+  r.results.push_back(xfail);
+  r.results.push_back(unsup);
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("| reshape_and_cache | **CRASH** crash |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fixture_shuffle_contiguous | **FAIL** mismatch | xfail mismatch |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| reshape_and_cache_shuffle | PASS | n/a |"), std::string::npos) << md;
+  const size_t unexpected = md.find("## Unexpected failures"), matrices = md.find("## Matrices"),
+               expected = md.find("## Expected failures");
+  ASSERT_NE(unexpected, std::string::npos);
+  EXPECT_LT(unexpected, matrices);
+  EXPECT_LT(matrices, expected);
+  EXPECT_NE(md.find("### reshape_and_cache — interleaved — CRASH crash (1 case)"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["counts"]["unexpected_failures"], 2);
+  EXPECT_EQ(j["counts"]["expected_failures"], 1);
+  EXPECT_EQ(j["counts"]["crash"], 1);
+}
+
+// Issue 7, defect 4: an interrupted run's junit.xml carries an error, so a CI that reads only junit fails.
+TEST(Report, AnIncompleteRunIsAJunitError) {
+  RunReport r = sample();
+  r.results.resize(1);
+  r.complete = false;
+  r.stopped_because = "interrupted by signal 2";
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("errors=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error type=\"incomplete\" message=\"interrupted by signal 2\""), std::string::npos) << x;
+  r.complete = true;
+  EXPECT_NE(junit_xml(r).find("errors=\"0\""), std::string::npos);
+}
+
+// junit class names: no dots from model names (CI tools split packages at dots).
+TEST(Report, JunitClassNamesHaveNoDotsFromModelNames) {
+  RunReport r = sample();
+  r.results[0].c.model = "Qwen3.5-397B-A17B";
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("classname=\"kvharness.write.Qwen3_5-397B-A17B\""), std::string::npos) << x;
+}
+
+// Issue 7, defect 5: the three files replace the previous set as one, and I/O errors are raised.
+TEST(ReportFiles, ASetReplacesTheLastAndLeavesNoStagingBehind) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "kvh_report_set";
+  fs::remove_all(root);
+  const std::string dir = (root / "latest").string();
+  RunReport r = sample();
+  r.exit_code = 1;
+  write_report_files(r, dir);
+  r.results.resize(1);
+  r.exit_code = 0;
+  write_report_files(r, dir);
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(root)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"latest"})) << "a staging directory was left behind";
+  names.clear();
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"junit.xml", "results.json", "summary.md"}));
+  std::ifstream f(dir + "/results.json");
+  EXPECT_EQ(nlohmann::json::parse(f)["exit_code"], 0) << "the second set replaced the first";
+
+  // A report directory whose parent is a regular file: the error names the path.
+  std::ofstream(root / "file") << "x";
+  try {
+    write_report_files(r, (root / "file" / "latest").string());
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find((root / "file").string()), std::string::npos) << e.what();
+  }
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace kvh

@@ -1,0 +1,26 @@
+// One case of results.json both ways: what the report writes, what --isolate's
+// worker sends its parent, what --resume and `kvharness merge` read back.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "check/verdict.h"
+
+namespace kvh {
+
+/// A case's entry of results.json's "cases" array (schema kvharness.results/1,
+/// DESIGN.md contract): the case's fields, its verdict and causes, errors,
+/// timings, phases and repro line.
+nlohmann::json case_result_json(const CaseResult& cr);
+
+/// Reads an entry written by case_result_json back. With `c`, the case is
+/// that one (the caller matched it by id); without, it is rebuilt from the
+/// entry's own fields and must give the entry's id back. Throws
+/// std::runtime_error naming the field (and the id) when the entry lacks a
+/// field, has one of the wrong type or value, or rebuilds to another id.
+CaseResult case_result_from_json(const nlohmann::json& entry, const Case* c = nullptr);
+
+/// Status from its results.json spelling ("PASS", "CRASH", ...); throws
+/// std::runtime_error naming the unknown verdict.
+Status parse_status(const std::string& s);
+
+}  // namespace kvh

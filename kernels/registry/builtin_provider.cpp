@@ -1,0 +1,153 @@
+// The built-in kernels, offered through the same provider ABI (version 2) a
+// shared library uses (kvharness/provider.h).
+#include "registry/kernel_desc.h"
+
+extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args*, void*);
+extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args*, void*);
+extern "C" int kvh_reshape_and_cache(const kvh_write_args*, void*);
+extern "C" int kvh_reshape_and_cache_shuffle(const kvh_write_args*, void*);
+extern "C" int kvh_reshape_and_cache_shuffle_contiguous(const kvh_write_args*, void*);
+extern "C" int kvh_paged_attention_v1(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_rocm(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_nhd(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_hnd(const kvh_attention_args*, void*);
+extern "C" int kvh_paged_attention_nhd_manager_pages(const kvh_attention_args*, void*);
+extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
+extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_fp8_fnuz_read_as_fn(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_prefetch_past_last_page(const kvh_attention_args*, void*);
+
+namespace {
+
+using namespace kvh::kernels;
+
+// Every built-in writer quantizes and every built-in reader dequantizes fp8
+// caches at every scale granularity (cache_fp8.h).
+constexpr uint32_t kAllCacheDtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN) |
+                                     (1u << KVH_DT_FP8_E4M3FNUZ);
+constexpr uint32_t kAllScales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
+                                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
+kvh_capabilities fp8_caps() {
+  kvh_capabilities c{};
+  c.cache_dtypes = kAllCacheDtypes;
+  c.kv_scales = kAllScales;
+  return c;
+}
+const kvh_capabilities kFp8Caps = fp8_caps();
+/// Every built-in reader applies all four score modifiers (kvh_modifier).
+constexpr uint32_t kAllModifiers = KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI;
+const int32_t kAsmHeadSizes[] = {128};
+kvh_capabilities asm_caps() {
+  kvh_capabilities c = fp8_caps();
+  c.head_sizes = kAsmHeadSizes;
+  c.num_head_sizes = 1;
+  c.modifiers = kAllModifiers;
+  return c;
+}
+kvh_capabilities general_caps() {
+  kvh_capabilities c = fp8_caps();
+  c.modifiers = kAllModifiers;
+  return c;
+}
+const kvh_capabilities kAsmCaps = asm_caps();
+const kvh_capabilities kGeneralCaps = general_caps();
+
+// The NHD/HND readers declare what a production FlashInfer/FlashAttention-style
+// decode kernel compiles dispatch entries for: power-of-two pages up to 256
+// (and 1), GQA groups up to 16 (every preset model's ratio), fp16 and bf16.
+// The kernel itself would run any block size; the declaration is what a case
+// or a router must respect (a hybrid model's 544-token manager block reaches
+// these readers only through kernel_pages, as 16-token kernel pages). They are
+// the same split-K kernel as paged_attention_rocm, so they apply all four
+// score modifiers (kernels/readers/score_modifiers_test.cpp runs them).
+const int32_t kPageBlockSizes[] = {1, 8, 16, 32, 64, 128, 256};
+kvh_capabilities page_caps() {
+  kvh_capabilities c{};
+  c.block_sizes = kPageBlockSizes;
+  c.num_block_sizes = int32_t(sizeof(kPageBlockSizes) / sizeof(kPageBlockSizes[0]));
+  c.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
+  c.max_gqa_ratio = 16;
+  c.modifiers = kAllModifiers;
+  return c;
+}
+const kvh_capabilities kPageCaps = page_caps();
+const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
+
+const kvh_kernel_desc kBuiltins[] = {
+    writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
+                                             KVH_CACHE_NHD, 0, &kFp8Caps),
+    writer_desc<kvh_reshape_and_cache_flash_hnd>(
+        "reshape_and_cache_flash_hnd",
+        "the flash writer given an HND cache (a permuted view of NHD order), stride-aware", KVH_CACHE_HND, 0),
+    writer_desc<kvh_reshape_and_cache>("reshape_and_cache", "pa_v1 (shuffle=0) cache writer, stride-aware",
+                                       KVH_CACHE_PA_V1, 0, &kFp8Caps),
+    writer_desc<kvh_reshape_and_cache_shuffle>("reshape_and_cache_shuffle",
+                                               "shuffle=1 cache writer, stride-aware (the fix)", KVH_CACHE_SHUFFLE, 0,
+                                               &kFp8Caps),
+    writer_desc<kvh_reshape_and_cache_shuffle_contiguous>(
+        "fixture_shuffle_contiguous",
+        "REGRESSION FIXTURE: shuffle=1 writer that assumes a contiguous cache (block base = "
+        "block_id * num_kv_heads * head_size * block_size)",
+        KVH_CACHE_SHUFFLE, 1),
+    reader_desc<kvh_paged_attention_v1>("paged_attention_v1",
+                                        "paged decode attention, pa_v1 V layout (shuffle=0), split-K", KVH_CACHE_PA_V1,
+                                        0, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_paged_attention_rocm>(
+        "paged_attention_rocm",
+        "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
+        KVH_CACHE_SHUFFLE, 0, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_paged_attention_nhd>("paged_attention_nhd",
+                                         "paged decode attention, NHD K and V (FlashAttention-style), split-K, "
+                                         "stride-aware",
+                                         KVH_CACHE_NHD, 0, kSplitK, &kPageCaps),
+    reader_desc<kvh_paged_attention_hnd>("paged_attention_hnd",
+                                         "paged decode attention, HND K and V (FlashInfer-style), split-K, "
+                                         "stride-aware",
+                                         KVH_CACHE_HND, 0, kSplitK, &kPageCaps),
+    reader_desc<kvh_paged_attention_nhd_manager_pages>(
+        "fixture_paged_attention_nhd_manager_pages",
+        "REGRESSION FIXTURE: NHD reader that takes the page index from the cache manager's block size "
+        "(cache_block_size) instead of the kernel's page (block_size)",
+        KVH_CACHE_NHD, 1, kSplitK, &kPageCaps),
+    reader_desc<kvh_fixture_fp8_fnuz_read_as_fn>(
+        "fixture_fp8_fnuz_read_as_fn",
+        "REGRESSION FIXTURE: paged_attention_rocm that decodes an e4m3fnuz cache as e4m3fn (values 2x, 0x80 read as -0)",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_pa_fwd_asm>(
+        "pa_fwd_asm",
+        "fixed-function decode attention for head_size 128, shuffle layout (stand-in for aiter's ASM kernel)",
+        KVH_CACHE_SHUFFLE, 0, nullptr, &kAsmCaps),
+    reader_desc<kvh_fixture_sink_per_partition>(
+        "fixture_sink_per_partition",
+        "REGRESSION FIXTURE: paged_attention_rocm whose every split-K partition adds the attention-sink logit to "
+        "its exp-sum, so the reduce counts the sink once per non-empty partition",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_fixture_alibi_rank_slopes>(
+        "fixture_alibi_rank_slopes",
+        "REGRESSION FIXTURE: paged_attention_rocm that ignores alibi_slopes and computes the ALiBi slopes from the "
+        "per-rank head count (num_heads of the call) instead of the model's global head index",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    reader_desc<kvh_fixture_mask_by_zero>(
+        "fixture_mask_by_zero",
+        "REGRESSION FIXTURE: shuffle-layout reader that reads every slot of a sequence's pages and masks the unused "
+        "tail by multiplying with zero (NaN/Inf in stale slots leak)",
+        KVH_CACHE_SHUFFLE, 1, nullptr),
+    reader_desc<kvh_fixture_prefetch_past_last_page>(
+        "fixture_prefetch_past_last_page",
+        "REGRESSION FIXTURE: shuffle-layout reader that also reads the page after a sequence's last one (a "
+        "block-table padding entry) and masks it by multiplying with zero",
+        KVH_CACHE_SHUFFLE, 1, nullptr),
+};
+
+}  // namespace
+
+/// The built-in provider's ABI 2 entry (Registry's constructor opens it); takes no configuration.
+extern "C" int kvh_builtin_open(const kvh_open_args* args, kvh_provider* out) {
+  (void)args;
+  out->num_kernels = int32_t(sizeof(kBuiltins) / sizeof(kBuiltins[0]));
+  out->kernels = kBuiltins;
+  return 0;
+}

@@ -1,0 +1,395 @@
+#include "registry/registry.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "device/device.h"
+
+extern "C" int kvh_builtin_open(const kvh_open_args* args, kvh_provider* out);
+
+#ifndef KVH_PYTHON_BRIDGE_BUILD_PATH
+#define KVH_PYTHON_BRIDGE_BUILD_PATH ""
+#endif
+
+namespace kvh {
+
+namespace {
+
+// A copy of the growable struct at `p` holding only the fields within its
+// struct_size; the rest keep their zero defaults (provider.h's rule).
+template <class T> T read_growable(const T* p) {
+  T out;
+  std::memset(static_cast<void*>(&out), 0, sizeof(T));
+  const size_t n = std::min<size_t>(p->struct_size, sizeof(T));
+  std::memcpy(static_cast<void*>(&out), p, n);
+  out.struct_size = uint32_t(n);
+  return out;
+}
+
+std::string join(const std::vector<int32_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string dtype_list(uint32_t mask) {
+  std::string s;
+  for (int d = 1; d < 32; ++d)
+    if (mask & (1u << d)) s += std::string(s.empty() ? "" : ", ") + dtype_name(d);
+  return s;
+}
+
+// ABI 1 adapters: the context is the provider's own kvh_kernel_desc_v1.
+kvh_write_args_v1 to_v1(const kvh_write_args& a) {
+  return kvh_write_args_v1{a.key, a.value, a.key_cache, a.value_cache, a.slot_mapping, a.block_size};
+}
+kvh_attention_args_v1 to_v1(const kvh_attention_args& a) {
+  return kvh_attention_args_v1{a.out,        a.query,           a.key_cache, a.value_cache,
+                               a.block_tables, a.context_lens,  a.block_size, a.max_context_len,
+                               a.scale,      a.k_scale,         a.v_scale,   a.partition_size,
+                               a.workspace,  a.workspace_bytes};
+}
+int v1_write(void* ctx, const kvh_write_args* a, void* stream) {
+  const kvh_write_args_v1 b = to_v1(*a);
+  return static_cast<const kvh_kernel_desc_v1*>(ctx)->write(&b, stream);
+}
+int v1_attention(void* ctx, const kvh_attention_args* a, void* stream) {
+  const kvh_attention_args_v1 b = to_v1(*a);
+  return static_cast<const kvh_kernel_desc_v1*>(ctx)->attention(&b, stream);
+}
+int v1_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
+  const kvh_attention_args_v1 b = to_v1(*a);
+  *bytes = static_cast<const kvh_kernel_desc_v1*>(ctx)->workspace_bytes(&b);
+  return 0;
+}
+
+kvh_device_type this_device() {
+  const std::string b = device::info().backend;
+  return b == "cuda" ? KVH_DEVICE_CUDA : b == "rocm" ? KVH_DEVICE_ROCM : KVH_DEVICE_CPU;
+}
+
+std::string executable_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string p(buf, size_t(n));
+  return p.substr(0, p.find_last_of('/'));
+}
+
+bool exists(const std::string& p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
+
+}  // namespace
+
+namespace detail {
+uint64_t WorkspaceEntry::operator()(const kvh_attention_args* args) const {
+  uint64_t bytes = 0;
+  const int rc = fn_(context_, args, &bytes);
+  if (rc != 0) {
+    const char* m = last_error_ ? last_error_(context_) : nullptr;
+    throw std::runtime_error(std::string("workspace_bytes raised: ") + (m && *m ? m : "(no message)"));
+  }
+  return bytes;
+}
+}  // namespace detail
+
+std::string Kernel::last_error() const {
+  const char* m = last_error_fn ? last_error_fn(context) : nullptr;
+  return m && *m ? m : "the provider failed without a message";
+}
+
+std::string Kernel::outside_capabilities(const KernelUse& u) const {
+  const Capabilities& c = caps;
+  if (!(c.cache_formats & (1u << u.cache_format)))
+    return name + " declares cache format " + cache_format_name(cache_format) + "; this case needs " +
+           cache_format_name(u.cache_format);
+  if (!(c.dtypes & (1u << u.dtype)))
+    return name + " declares dtype " + dtype_list(c.dtypes) + " only; this case has " + dtype_name(u.dtype);
+  if (c.head_sizes.empty() ? role == KVH_ROLE_READER && (u.head_size % 8 != 0 || u.head_size > 256)
+                           : std::find(c.head_sizes.begin(), c.head_sizes.end(), u.head_size) == c.head_sizes.end())
+    return name + " declares head_size " + (c.head_sizes.empty() ? "multiples of 8 up to 256" : join(c.head_sizes)) +
+           " only; this case has head_size " + std::to_string(u.head_size);
+  if (!c.block_sizes.empty() &&
+      std::find(c.block_sizes.begin(), c.block_sizes.end(), u.block_size) == c.block_sizes.end())
+    return name + " declares block_size " + join(c.block_sizes) + " only; this case has block_size " +
+           std::to_string(u.block_size);
+  if (u.cache_dtype != 0 && u.cache_dtype != u.dtype && !(c.cache_dtypes & (1u << u.cache_dtype)))
+    return name + " declares cache dtype " + (c.cache_dtypes ? dtype_list(c.cache_dtypes) : dtype_name(u.dtype)) +
+           " only; this case has a " + dtype_name(u.cache_dtype) + " cache";
+  if (u.kv_scales != KVH_SCALES_NONE && !(c.kv_scales & (1u << u.kv_scales)))
+    return name + " does not declare kv_scales " + scales_name(u.kv_scales) + "; this case has them";
+  if (c.max_gqa_ratio > 0 && u.num_kv_heads > 0 && u.num_heads / u.num_kv_heads > c.max_gqa_ratio)
+    return name + " declares a GQA ratio of at most " + std::to_string(c.max_gqa_ratio) + "; this case has " +
+           std::to_string(u.num_heads / u.num_kv_heads);
+  if (const uint32_t missing = u.modifiers & ~c.modifiers) {
+    std::string names;
+    for (const auto& [bit, n] : {std::pair{KVH_MOD_SLIDING_WINDOW, "sliding_window"}, std::pair{KVH_MOD_SINKS, "sinks"},
+                                 std::pair{KVH_MOD_SOFTCAP, "softcap"}, std::pair{KVH_MOD_ALIBI, "alibi"}})
+      if (missing & uint32_t(bit)) names += (names.empty() ? "" : ", ") + std::string(n);
+    return name + " declares no support for score modifier(s) " + names + "; this case uses them";
+  }
+  return "";
+}
+
+struct Registry::Opened {
+  void (*close)(void*) = nullptr;
+  void* context = nullptr;
+  ~Opened() {
+    if (close) close(context);
+  }
+};
+
+namespace {
+std::vector<std::pair<const kvh_kernel_desc* (*)(int32_t*), std::string>>& builtin_extensions() {
+  static std::vector<std::pair<const kvh_kernel_desc* (*)(int32_t*), std::string>> v;
+  return v;
+}
+}  // namespace
+
+void register_builtin_extension(const kvh_kernel_desc* (*list)(int32_t* count), const std::string& origin) {
+  builtin_extensions().emplace_back(list, origin);
+}
+
+Registry::Registry() {
+  add_provider(kvh_builtin_open, "", "builtin");
+  for (const auto& [list, origin] : builtin_extensions()) add_provider(list, origin);
+}
+Registry::Registry(NoBuiltins) {}
+Registry::~Registry() = default;
+Registry::Registry(Registry&&) noexcept = default;
+Registry& Registry::operator=(Registry&&) noexcept = default;
+
+void Registry::add_provider(kvh_provider_open_fn open, const std::string& config, const std::string& origin) {
+  char error[4096] = {0};
+  kvh_open_args args{};
+  args.device_type = this_device();
+  args.config = config.c_str();
+  args.error = error;
+  args.error_size = sizeof(error);
+  kvh_provider p{};
+  int rc = 0;
+  try {
+    rc = open(&args, &p);
+  } catch (...) {  // in-process entry points only; a library must not throw
+    throw ProviderLoadError(origin + ": kvh_provider_open threw");
+  }
+  if (rc != 0)
+    throw ProviderLoadError(origin + ": " + (error[0] ? std::string(error, strnlen(error, sizeof(error)))
+                                                      : "open failed (code " + std::to_string(rc) + ")"));
+  if (p.close) {
+    opened_.push_back(std::make_unique<Opened>());
+    opened_.back()->close = p.close;
+    opened_.back()->context = p.provider_context;
+  }
+  if (p.num_kernels > 0 && !p.kernels) throw ProviderLoadError(origin + ": num_kernels > 0 but no kernels");
+  const size_t stride = p.num_kernels > 0 ? p.kernels[0].struct_size : 0;
+  if (p.num_kernels > 0 && stride < offsetof(kvh_kernel_desc, name) + sizeof(const char*))
+    throw ProviderLoadError(origin + ": kernel descriptors with struct_size " + std::to_string(stride));
+  for (int32_t i = 0; i < p.num_kernels; ++i)
+    add(*reinterpret_cast<const kvh_kernel_desc*>(reinterpret_cast<const char*>(p.kernels) + i * stride), origin);
+}
+
+void Registry::add_provider(const kvh_kernel_desc* (*list)(int32_t* count), const std::string& origin) {
+  int32_t n = 0;
+  const kvh_kernel_desc* d = list(&n);
+  for (int32_t i = 0; i < n; ++i) add(d[i], origin);
+}
+
+void Registry::add_provider_v1(kvh_provider_fn_v1 provider, const std::string& origin) {
+  int32_t n = 0;
+  const kvh_kernel_desc_v1* d = provider(&n);
+  for (int32_t i = 0; i < n; ++i) {
+    const kvh_kernel_desc_v1& v = d[i];
+    if (v.abi_version != 1)
+      throw ProviderLoadError(origin + ": kernel '" + (v.name ? v.name : "?") + "' has ABI version " +
+                              std::to_string(v.abi_version) + " in an ABI 1 list (" KVH_PROVIDER_SYMBOL_V1 ")");
+    kvh_capabilities caps{};
+    caps.head_sizes = v.head_sizes;
+    caps.num_head_sizes = v.num_head_sizes;
+    kvh_kernel_desc k{};
+    k.abi_version = 1;
+    k.name = v.name;
+    k.description = v.description;
+    k.role = v.role;
+    k.cache_format = v.cache_format;
+    k.fixture = v.fixture;
+    k.context = const_cast<kvh_kernel_desc_v1*>(&v);
+    k.write = v.write ? v1_write : nullptr;
+    k.attention = v.attention ? v1_attention : nullptr;
+    k.workspace_bytes = v.workspace_bytes ? v1_workspace : nullptr;
+    k.capabilities = &caps;
+    add(k, origin);
+  }
+}
+
+void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
+  const kvh_kernel_desc d = read_growable(&raw);
+  if (d.abi_version != 1 && d.abi_version != KVH_ABI_VERSION)
+    throw ProviderLoadError(origin + ": kernel '" + (d.name ? d.name : "?") + "' has ABI version " +
+                            std::to_string(d.abi_version) + ", expected 1 or " + std::to_string(KVH_ABI_VERSION));
+  if (!d.name || !*d.name) throw ProviderLoadError(origin + ": a kernel has no name");
+  if (kernels_.count(d.name))
+    throw ProviderLoadError(origin + ": kernel '" + d.name + "' is already registered by " +
+                            kernels_.at(d.name).origin);
+  if (d.role != KVH_ROLE_WRITER && d.role != KVH_ROLE_READER)
+    throw ProviderLoadError(origin + ": kernel '" + d.name + "' has role " + std::to_string(d.role));
+  if (d.cache_format < KVH_CACHE_NHD || d.cache_format > KVH_CACHE_HND)
+    throw ProviderLoadError(origin + ": kernel '" + d.name + "' has cache format " + std::to_string(d.cache_format));
+  if ((d.role == KVH_ROLE_WRITER && !d.write) || (d.role == KVH_ROLE_READER && !d.attention))
+    throw ProviderLoadError(origin + ": kernel '" + d.name + "' has no entry point for its role");
+  // A fixture's own wrong output is expected (harness/check/expectations.h): a production kernel flagged by
+  // mistake would exempt itself. The name must show it in every report and filter.
+  const std::string name = d.name;
+  if (d.fixture && name.find("fixture") == std::string::npos && name.rfind("planted_", 0) != 0)
+    throw ProviderLoadError(origin + ": kernel '" + name + "' is flagged fixture (known-bad on purpose), so its " +
+                            "name must contain 'fixture' (e.g. 'fixture_" + name + "'; test kernels: 'planted_')");
+  Kernel k;
+  k.name = d.name;
+  k.description = d.description ? d.description : "";
+  k.origin = origin;
+  k.role = d.role;
+  k.cache_format = d.cache_format;
+  k.fixture = d.fixture != 0;
+  k.abi_version = int32_t(d.abi_version);
+  k.context = d.context;
+  k.last_error_fn = d.last_error;
+  if (d.write) k.write = detail::Entry<kvh_write_args>(d.write, d.context);
+  if (d.attention) k.attention = detail::Entry<kvh_attention_args>(d.attention, d.context);
+  if (d.workspace_bytes) k.workspace_bytes = detail::WorkspaceEntry(d.workspace_bytes, d.context, d.last_error);
+  if (d.capabilities) {
+    const kvh_capabilities c = read_growable(d.capabilities);
+    if (c.num_head_sizes > 0 && c.head_sizes) k.caps.head_sizes.assign(c.head_sizes, c.head_sizes + c.num_head_sizes);
+    if (c.num_block_sizes > 0 && c.block_sizes)
+      k.caps.block_sizes.assign(c.block_sizes, c.block_sizes + c.num_block_sizes);
+    k.caps.dtypes = c.dtypes;
+    k.caps.cache_formats = c.cache_formats;
+    k.caps.max_gqa_ratio = c.max_gqa_ratio;
+    if (KVH_HAS_FIELD(&c, kvh_capabilities, kv_scales)) {
+      k.caps.cache_dtypes = c.cache_dtypes;
+      k.caps.kv_scales = c.kv_scales;
+    }
+    k.caps.modifiers = c.modifiers;
+  }
+  if (!k.caps.dtypes) k.caps.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
+  k.caps.cache_formats |= 1u << d.cache_format;
+  kernels_.emplace(k.name, std::move(k));
+}
+
+void Registry::load_provider(const std::string& spec) {
+  std::string path = spec, config, origin = spec;
+  if (spec.rfind("python:", 0) == 0) {
+    config = spec.substr(7);
+    if (config.empty()) throw ProviderLoadError("--provider python:MODULE: no module named");
+    path = find_python_bridge();
+  } else if (const size_t q = spec.find('?'); q != std::string::npos) {
+    path = spec.substr(0, q);
+    config = spec.substr(q + 1);
+  }
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw ProviderLoadError("provider " + path + ": cannot open: " + dlerror());
+  if (auto open = reinterpret_cast<kvh_provider_open_fn>(dlsym(h, KVH_PROVIDER_OPEN_SYMBOL)))
+    return add_provider(open, config, origin);
+  if (auto v1 = reinterpret_cast<kvh_provider_fn_v1>(dlsym(h, KVH_PROVIDER_SYMBOL_V1))) {
+    if (!config.empty())
+      throw ProviderLoadError("provider " + path + ": an ABI 1 provider takes no configuration ('" + config + "')");
+    return add_provider_v1(v1, origin);
+  }
+  throw ProviderLoadError("provider " + path + ": exports neither " KVH_PROVIDER_OPEN_SYMBOL
+                          " (ABI 2) nor " KVH_PROVIDER_SYMBOL_V1 " (ABI 1)");
+}
+
+void Registry::replace(const std::string& real, const std::string& with) {
+  auto r = kernels_.find(real);
+  auto w = kernels_.find(with);
+  if (r == kernels_.end() || w == kernels_.end())
+    throw std::invalid_argument("--replace-kernel " + real + "=" + with + ": no kernel named '" +
+                                (r == kernels_.end() ? real : with) + "' is registered (kvharness info lists them)");
+  if (r->second.role != w->second.role || r->second.cache_format != w->second.cache_format)
+    throw std::invalid_argument("--replace-kernel " + real + "=" + with + ": " + with + " is a " +
+                                cache_format_name(w->second.cache_format) +
+                                (w->second.role == KVH_ROLE_WRITER ? " writer" : " reader") + ", " + real + " a " +
+                                cache_format_name(r->second.cache_format) +
+                                (r->second.role == KVH_ROLE_WRITER ? " writer" : " reader"));
+  Kernel k = w->second;
+  k.name = real;
+  k.fixture = r->second.fixture;
+  k.description = with + " in place of " + real + ": " + w->second.description;
+  k.origin = w->second.origin + " (replacing " + r->second.origin + ")";
+  r->second = std::move(k);
+}
+
+const Kernel* Registry::find(const std::string& name) const {
+  auto it = kernels_.find(name);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Registry::names() const {
+  std::vector<std::string> out;
+  for (auto& [n, _] : kernels_) out.push_back(n);
+  return out;
+}
+
+std::string Registry::origin(const std::string& name) const {
+  auto it = kernels_.find(name);
+  return it == kernels_.end() ? "" : it->second.origin;
+}
+
+std::string find_python_bridge() {
+  std::vector<std::string> tried;
+  if (const char* env = std::getenv("KVH_PYTHON_BRIDGE"); env && *env) {
+    if (exists(env)) return env;
+    throw ProviderLoadError(std::string("$KVH_PYTHON_BRIDGE=") + env + ": no such readable file");
+  }
+  const std::string next = executable_dir() + "/libkvh_python.so";
+  if (exists(next)) return next;
+  tried.push_back(next);
+  // `cmake --install` layout: PREFIX/bin/kvharness, PREFIX/lib/kvharness/libkvh_python.so.
+  const std::string installed = executable_dir() + "/../lib/kvharness/libkvh_python.so";
+  if (exists(installed)) return installed;
+  tried.push_back(installed);
+  const std::string built = KVH_PYTHON_BRIDGE_BUILD_PATH;
+  if (exists(built)) return built;
+  if (!built.empty()) tried.push_back(built);
+  std::string msg = "the Python bridge libkvh_python.so was not found (tried: ";
+  for (size_t i = 0; i < tried.size(); ++i) msg += (i ? ", " : "") + tried[i];
+  throw ProviderLoadError(msg + "); build it (providers/python/README.md) or set KVH_PYTHON_BRIDGE");
+}
+
+const char* cache_format_name(int format) {
+  switch (format) {
+    case KVH_CACHE_NHD: return "flash";
+    case KVH_CACHE_PA_V1: return "pa_v1";
+    case KVH_CACHE_SHUFFLE: return "shuffle";
+    case KVH_CACHE_HND: return "hnd";
+  }
+  return "?";
+}
+
+const char* dtype_name(int dtype) {
+  switch (dtype) {
+    case KVH_DT_F16: return "fp16";
+    case KVH_DT_BF16: return "bf16";
+    case KVH_DT_I64: return "i64";
+    case KVH_DT_F32: return "f32";
+    case KVH_DT_I32: return "i32";
+    case KVH_DT_FP8_E4M3FN: return "fp8_e4m3fn";
+    case KVH_DT_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+  }
+  return "?";
+}
+
+const char* scales_name(int granularity) {
+  switch (granularity) {
+    case KVH_SCALES_NONE: return "none";
+    case KVH_SCALES_TENSOR: return "tensor";
+    case KVH_SCALES_HEAD: return "head";
+    case KVH_SCALES_BLOCK: return "block";
+    case KVH_SCALES_TOKEN: return "token";
+  }
+  return "?";
+}
+
+}  // namespace kvh

@@ -1,0 +1,157 @@
+#include "router/router.h"
+
+#include <stdexcept>
+
+namespace kvh::routing {
+
+namespace {
+
+// One rule per policy. A policy is named by the aiter commit whose rule it
+// models; the release tags that shipped each rule stay accepted as aliases.
+RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128);
+RouteDecision rule_pre_b4885d2(const RouteInput& in) { return aiter_rule(in, false); }
+RouteDecision rule_b4885d2(const RouteInput& in) { return aiter_rule(in, true); }
+
+struct Policy {
+  std::string name;
+  std::string alias;  // release tag, e.g. "aiter-v0.1.12"; may be empty
+  RuleFn rule;
+  bool fixture;       // known to misroute on purpose
+  RuleFn substitute = nullptr;  // --replace-router: run this rule instead
+};
+
+std::vector<Policy>& policies() {
+  static std::vector<Policy> p{{"aiter-pre-b4885d2", "aiter-v0.1.10.post3", rule_pre_b4885d2, true},
+                               {"aiter-b4885d2", "aiter-v0.1.12", rule_b4885d2, false}};
+  return p;
+}
+
+Policy* find_policy(const std::string& name) {
+  for (auto& p : policies())
+    if (name == p.name || (!p.alias.empty() && name == p.alias)) return &p;
+  return nullptr;
+}
+
+struct Target {
+  const char* name;
+  int64_t compute_units;
+};
+// Compute units as the runtime reports them per device (an MI250X is two
+// devices of 110 CUs each). AMD Instinct specifications.
+const Target kTargets[] = {{"MI210", 104}, {"MI250X", 110}, {"MI300X", 304}, {"MI325X", 304}, {"MI355X", 256}};
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+  return s;
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("route: " + what);
+}
+
+}  // namespace
+
+const char* to_string(CacheDtype d) {
+  switch (d) {
+    case CacheDtype::fp16: return "fp16";
+    case CacheDtype::bf16: return "bf16";
+    case CacheDtype::fp8: return "fp8";
+    case CacheDtype::int8: return "int8";
+  }
+  return "?";
+}
+
+CacheDtype parse_cache_dtype(const std::string& s) {
+  for (auto d : {CacheDtype::fp16, CacheDtype::bf16, CacheDtype::fp8, CacheDtype::int8})
+    if (s == to_string(d)) return d;
+  throw std::invalid_argument("unknown cache dtype '" + s + "'; known: fp16, bf16, fp8, int8");
+}
+
+namespace {
+std::vector<std::string>& names_list() {
+  static std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& p : policies()) v.push_back(p.name), v.push_back(p.alias);
+    return v;
+  }();
+  return names;
+}
+}  // namespace
+
+const std::vector<std::string>& policy_names() { return names_list(); }
+
+void add_policy(const std::string& name, RuleFn rule, bool fixture) {
+  if (name.empty() || !rule) throw std::invalid_argument("add_policy: a policy needs a name and a rule");
+  if (find_policy(name)) throw std::invalid_argument("add_policy: policy '" + name + "' already exists");
+  names_list();  // the built-ins first
+  policies().push_back(Policy{name, "", rule, fixture});
+  names_list().push_back(name);
+}
+
+void substitute_policy(const std::string& real, const std::string& with) {
+  Policy* r = find_policy(real);
+  const Policy* w = find_policy(with);
+  if (!r || !w)
+    throw std::invalid_argument("unknown routing policy '" + (r ? with : real) + "'; known: " + join(policy_names()));
+  r->substitute = w->rule;
+}
+
+std::string canonical_policy(const std::string& policy) {
+  const Policy* p = find_policy(policy);
+  return p ? p->name : "";
+}
+
+bool is_regression_fixture(const std::string& policy) {
+  const Policy* p = find_policy(policy);
+  return p && p->fixture;
+}
+
+const std::vector<std::string>& target_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& t : kTargets) v.push_back(t.name);
+    return v;
+  }();
+  return names;
+}
+
+int64_t compute_units_of(const std::string& target) {
+  for (const auto& t : kTargets)
+    if (target == t.name) return t.compute_units;
+  throw std::invalid_argument("unknown target '" + target + "'; known: " + join(target_names()));
+}
+
+RouteDecision route(const std::string& policy, const RouteInput& in) {
+  const Policy* p = find_policy(policy);
+  if (!p) throw std::invalid_argument("unknown routing policy '" + policy + "'; known: " + join(policy_names()));
+  require(in.num_seqs >= 0, "num_seqs must be >= 0");
+  require(in.num_heads >= 1 && in.head_size >= 1, "num_heads and head_size must be >= 1");
+  require(in.compute_units >= 1, "compute_units must be >= 1");
+  require(in.high_precision >= 0 && in.high_precision <= 2, "high_precision must be 0, 1 or 2");
+  RouteDecision d = (p->substitute ? p->substitute : p->rule)(in);
+  d.policy = p->name;
+  return d;
+}
+
+namespace {
+
+RouteDecision decide(const char* reader, const std::string& why) { return RouteDecision{reader, "", why + " -> " + reader}; }
+
+// aiter's _should_use_asm_kernel (aiter/ops/attention.py), called by
+// paged_attention_common; rule order as there, the first that fires names the reason.
+RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128) {
+  if (asm_only_head_size_128 && in.head_size != 128)
+    return decide(kRocmReader, "head_size = " + std::to_string(in.head_size) + " != 128 (ASM kernel supports only 128)");
+  if (in.high_precision == 2) return decide(kAsmReader, "high_precision = 2");
+  if (in.cache_dtype == CacheDtype::int8) return decide(kAsmReader, "cache dtype int8");
+  const int64_t total_heads = in.num_seqs * in.num_heads, threshold = 2 * in.compute_units;
+  const std::string numbers = "num_seqs*num_heads = " + std::to_string(total_heads);
+  const std::string cus = "2*CUs = " + std::to_string(threshold);
+  if (total_heads > threshold) return decide(kAsmReader, numbers + " > " + cus);
+  return decide(kRocmReader, numbers + " <= " + cus);
+}
+
+}  // namespace
+
+}  // namespace kvh::routing
