@@ -1,9 +1,14 @@
+// A write case as named stages over one state struct, WriteCase: plan (the
+// writer, its capabilities, the layout, the slots) -> buffers (the cache and
+// the reference's copy) -> inputs -> reference -> launch -> judge -> timing,
+// each charged to its phase (run/phases.h).
 #include "case/write_case.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "case/arena.h"
@@ -37,6 +42,138 @@ std::vector<int64_t> make_slots(const Case& c, int64_t num_blocks, std::mt19937_
   return slots;
 }
 
+
+
+// The state of one write case, passed from stage to stage.
+struct WriteCase {
+  WriteCase(const Case& c_, const TimingOptions& t) : c(c_), timing(t) {
+    r.c = c;
+    r.data_seed = hash_seed(c.id(), c.seed);
+  }
+  const Case& c;
+  const TimingOptions& timing;
+  CaseResult r;
+  const Kernel* w = nullptr;
+  CacheGeometry g{};
+  std::optional<CacheLayout> layout;
+  int64_t margin = 0;                  // bytes around the cache storage
+  std::vector<int64_t> slots;          // slot_mapping [num_tokens], in manager blocks; -1 = padding
+  const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
+  std::optional<DeviceArena> cache, expected;  // expected: the reference writer's cache
+  std::optional<KvScaleTensors> scales;
+  std::optional<DeviceQkv> qkv;        // K/V in a fused QKV buffer (the query columns are filler)
+  device::Buffer qkv_before, d_slots;  // qkv_before: the inputs as given, to see a writer that changes them
+
+  const CacheLayout& L() const { return *layout; }
+  bool unsupported(std::string why) {
+    r.v.status = Status::Unsupported;
+    r.v.reason = reason::kUnsupported;
+    r.v.detail = std::move(why);
+    return false;
+  }
+  void running(const char* component) {
+    on_device = component;
+    note_running_component(component);
+  }
+  int launch() const {
+    return launch_writer(*w, L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size, c.dtype,
+                         cache_kvh_dtype(c), &*scales);
+  }
+};
+
+// plan: the writer and its capabilities, the layout of its cache format, the slots.
+bool plan(WriteCase& d, const Registry& registry) {
+  const Case& c = d.c;
+  d.w = registry.find(c.writer);
+  if (!d.w) return d.unsupported("no kernel named '" + c.writer + "' is registered");
+  if (d.w->role != KVH_ROLE_WRITER || !d.w->write) return d.unsupported("kernel '" + c.writer + "' is not a cache writer");
+  if (std::string why = d.w->outside_capabilities(kernel_use(c, d.w->cache_format)); !why.empty())
+    return d.unsupported(why);
+  d.g = CacheGeometry{0, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
+  d.g = case_geometry(c, write_case_num_blocks(c, d.g.page_elems()));  // kernel_pages: in kernel pages
+  auto made = make_cache_layout(CacheFormat(d.w->cache_format), c.layout, d.g, c.padded_page_bytes, 0,
+                                c.degenerate_stride);
+  if (!made.layout) return d.unsupported(made.reason);
+  d.layout = std::move(made.layout);
+  d.r.key_layout = d.L().key.str();
+  d.r.value_layout = d.L().value.str();
+  d.margin = std::max<int64_t>(64 * 1024, 4 * d.L().block_stride);
+  // The slots come from the case's mt19937_64 stream after the four draws that seeded its inputs
+  // before they became counter-based: every case keeps the slots it always had.
+  std::mt19937_64 rng(d.r.data_seed);
+  rng.discard(4);
+  d.slots = make_slots(c, d.g.num_blocks * d.g.block_size / c.block_size, rng);  // in manager blocks
+  return true;
+}
+
+// buffers, inputs, reference: the cache on the device (sentinels everywhere, old tokens in every
+// owned element) and its copy for the reference writer; the inputs; the reference writer's cache.
+void prepare(WriteCase& d) {
+  const Case& c = d.c;
+  const CacheLayout& L = d.L();
+  enter_phase(Phase::AllocFill);
+  d.cache.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
+  d.expected.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
+  d.cache->fill_cache(L, c.dtype, d.r.data_seed, Stale::Random, c.kv_cache_dtype);
+  d.scales.emplace(c, d.g.num_blocks, d.r.data_seed);
+  d.expected->copy_from(*d.cache);  // the reference writer's starting point
+  enter_phase(Phase::Inputs);
+  d.qkv.emplace(make_device_qkv(c.batch_size, c.num_heads, c.num_kv_heads, c.head_size, c.dtype, d.r.data_seed, 0,
+                                rng::kKeys, rng::kValues));
+  d.qkv_before = device::Buffer(d.qkv->buf.size());
+  device::copy_d2d(d.qkv_before.get(), d.qkv->buf.get(), d.qkv->buf.size());
+  enter_phase(Phase::Copy);
+  d.d_slots = device::Buffer(std::max<size_t>(d.slots.size(), 1) * 8);
+  if (!d.slots.empty()) d.d_slots.upload(d.slots.data(), d.slots.size() * 8);
+  enter_phase(Phase::Reference);
+  const auto* slots = static_cast<const int64_t*>(d.d_slots.get());
+  const DeviceQkv& q = *d.qkv;
+  if (c.fp8_cache())
+    reference_write_fp8_into(*d.expected, L, q.buf.get(), q.views.k, q.views.v, slots, c.batch_size,
+                             d.scales->write_scales(c));
+  else
+    reference_write_into(*d.expected, L, q.buf.get(), q.views.k, q.views.v, slots, c.batch_size);
+  device::settle();  // the harness's device work is done: an error from here on is the writer's
+}
+
+// launch: the writer under test, to its synchronize.
+bool launch(WriteCase& d) {
+  d.running(component::kWriter);
+  enter_phase(Phase::Launch);
+  if (const int rc = d.launch(); rc != 0) {
+    const LaunchFailure f = launch_failure(*d.w, rc);
+    add_cause(d.r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
+    return false;
+  }
+  device::synchronize();
+  d.running(component::kHarness);
+  return true;
+}
+
+// judge: the cache against the reference writer's, byte for byte; the inputs are read-only,
+// so a writer that scribbles on them is out of view too.
+void judge(WriteCase& d) {
+  enter_phase(Phase::Check);
+  d.r.v = check_writer_on_device(d.L(), d.c.dtype, d.r.data_seed, *d.expected, *d.cache, Stale::Random,
+                                 d.c.kv_cache_dtype);
+  enter_phase(Phase::Check);
+  const bool qkv_changed = device::first_difference(d.qkv->buf.get(), d.qkv_before.get(), d.qkv->buf.size()) >= 0;
+  std::vector<int64_t> slots_after(d.slots.size());
+  if (!d.slots.empty()) d.d_slots.download(slots_after.data(), d.slots.size() * 8);
+  if (d.r.v.status == Status::Pass && (qkv_changed || slots_after != d.slots))
+    add_cause(d.r.v, component::kWriter, reason::kOutOfView,
+              qkv_changed ? "the writer modified its key/value input (fused QKV buffer)"
+                          : "the writer modified slot_mapping");
+}
+
+// timing: kernel_us, after the verdict's launch and downloads; rewriting the same slots is idempotent.
+void time_writer(WriteCase& d) {
+  if (d.r.v.status != Status::Pass || !timing_enabled(d.timing)) return;
+  enter_phase(Phase::Timing);
+  d.running(component::kWriter);
+  d.r.v.kernel_us = time_kernel(d.timing, [&] { return d.launch(); }, &d.r.v.detail);
+}
+
 }  // namespace
 
 int64_t write_case_num_blocks(const Case& c, int64_t page_elems) {
@@ -47,104 +184,21 @@ int64_t write_case_num_blocks(const Case& c, int64_t page_elems) {
 }
 
 CaseResult run_write_case(const Case& c, const Registry& registry, const TimingOptions& timing) {
-  CaseResult r;
-  r.c = c;
-  r.data_seed = hash_seed(c.id(), c.seed);
-  auto unsupported = [&](std::string why) {
-    r.v.status = Status::Unsupported;
-    r.v.reason = reason::kUnsupported;
-    r.v.detail = std::move(why);
-    return r;
-  };
-  const Kernel* w = registry.find(c.writer);
-  if (!w) return unsupported("no kernel named '" + c.writer + "' is registered");
-  if (w->role != KVH_ROLE_WRITER || !w->write) return unsupported("kernel '" + c.writer + "' is not a cache writer");
-  if (std::string why = w->outside_capabilities(kernel_use(c, w->cache_format)); !why.empty()) return unsupported(why);
-
-  CacheGeometry g{0, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
-  g = case_geometry(c, write_case_num_blocks(c, g.page_elems()));  // kernel_pages: in kernel pages
-  const CacheFormat format = CacheFormat(w->cache_format);
-  auto made = make_cache_layout(format, c.layout, g, c.padded_page_bytes, 0, c.degenerate_stride);
-  if (!made.layout) return unsupported(made.reason);
-  const CacheLayout& L = *made.layout;
-  r.key_layout = L.key.str();
-  r.value_layout = L.value.str();
-
-  std::mt19937_64 rng(r.data_seed);
-  const int64_t T = c.batch_size, H = c.num_kv_heads, D = c.head_size;
-  const int64_t margin = std::max<int64_t>(64 * 1024, 4 * L.block_stride);
-  // The slots come from the case's mt19937_64 stream after the four draws that seeded its inputs
-  // before they became counter-based: every case keeps the slots it always had.
-  rng.discard(4);
-  const auto slots = make_slots(c, g.num_blocks * g.block_size / c.block_size, rng);  // in manager blocks
-
-  const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
+  WriteCase d(c, timing);
+  if (!plan(d, registry)) return d.r;
   try {
-    // The cache, on the device: sentinels everywhere, old tokens in every owned element.
-    enter_phase(Phase::AllocFill);
-    DeviceArena cache(L.storage_elems, margin, L.geo.elem_bytes), expected(L.storage_elems, margin, L.geo.elem_bytes);
-    cache.fill_cache(L, c.dtype, r.data_seed, Stale::Random, c.kv_cache_dtype);
-    const KvScaleTensors scales(c, g.num_blocks, r.data_seed);
-    expected.copy_from(cache);  // the reference writer's starting point
-    // Inputs: K/V of the case's streams in a fused QKV buffer (the query columns are filler).
-    enter_phase(Phase::Inputs);
-    const DeviceQkv qkv = make_device_qkv(T, c.num_heads, H, D, c.dtype, r.data_seed, 0, rng::kKeys, rng::kValues);
-    device::Buffer qkv_before(qkv.buf.size());
-    device::copy_d2d(qkv_before.get(), qkv.buf.get(), qkv.buf.size());
-    enter_phase(Phase::Copy);
-    device::Buffer d_slots(std::max<size_t>(slots.size(), 1) * 8);
-    if (!slots.empty()) d_slots.upload(slots.data(), slots.size() * 8);
-    enter_phase(Phase::Reference);
-    if (c.fp8_cache())
-      reference_write_fp8_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
-                               static_cast<const int64_t*>(d_slots.get()), T, scales.write_scales(c));
-    else
-      reference_write_into(expected, L, qkv.buf.get(), qkv.views.k, qkv.views.v,
-                           static_cast<const int64_t*>(d_slots.get()), T);
-    device::settle();  // the harness's device work is done: an error from here on is the writer's
-
-    on_device = component::kWriter;
-    note_running_component(on_device);
-    enter_phase(Phase::Launch);
-    const int rc = launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype,
-                             cache_kvh_dtype(c), &scales);
-    if (rc != 0) {
-      const LaunchFailure f = launch_failure(*w, rc);
-      add_cause(r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
-      return r;
-    }
-    device::synchronize();
-    on_device = component::kHarness;
-    note_running_component(on_device);
-
-    enter_phase(Phase::Check);
-    r.v = check_writer_on_device(L, c.dtype, r.data_seed, expected, cache, Stale::Random, c.kv_cache_dtype);
-
-    // The inputs are read-only: a writer that scribbles on them is out of view too.
-    enter_phase(Phase::Check);
-    const bool qkv_changed = device::first_difference(qkv.buf.get(), qkv_before.get(), qkv.buf.size()) >= 0;
-    std::vector<int64_t> slots_after(slots.size());
-    if (!slots.empty()) d_slots.download(slots_after.data(), slots.size() * 8);
-    if (r.v.status == Status::Pass && (qkv_changed || slots_after != slots))
-      add_cause(r.v, component::kWriter, reason::kOutOfView,
-                qkv_changed ? "the writer modified its key/value input (fused QKV buffer)"
-                            : "the writer modified slot_mapping");
-    // kernel_us: after the verdict's launch and downloads; rewriting the same slots is idempotent.
-    if (r.v.status == Status::Pass && timing_enabled(timing)) {
-      enter_phase(Phase::Timing);
-      on_device = component::kWriter;
-      note_running_component(on_device);
-      r.v.kernel_us = time_kernel(timing, [&] {
-        return launch_writer(*w, L, cache.storage(), qkv.views, qkv.buf.get(), d_slots.get(), T, c.dtype,
-                             cache_kvh_dtype(c), &scales);
-      }, &r.v.detail);
+    prepare(d);
+    if (launch(d)) {
+      judge(d);
+      time_writer(d);
     }
   } catch (const device::AllocError& e) {
-    add_cause(r.v, component::kHarness, reason::kHarnessError, e.what(), true);
+    add_cause(d.r.v, component::kHarness, reason::kHarnessError, e.what(), true);
   } catch (const device::Error& e) {
-    add_cause(r.v, on_device, on_device == component::kHarness ? reason::kHarnessError : reason::kCrash, e.what(), true);
+    add_cause(d.r.v, d.on_device, d.on_device == component::kHarness ? reason::kHarnessError : reason::kCrash,
+              e.what(), true);
   }
-  return r;
+  return d.r;
 }
 
 }  // namespace kvh

@@ -1,0 +1,84 @@
+// The memory a decode case needs, from its shape alone, and the refusal of a
+// case that cannot fit (the large reader suite), before anything is allocated.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+#include "case/attention_case.h"
+#include "case/cache_setup.h"
+#include "case/decode_inputs.h"
+#include "run/parallel.h"
+
+namespace kvh {
+
+MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
+  const int64_t S = c.batch_size, NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size, B = c.block_size;
+  int64_t used = 0, T = 0, max_ctx = 0;  // the same block count as make_sequences, every drawn length at the max
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t n = c.context_lens.empty() ? c.context_len_max : c.context_lens[size_t(i)];
+    used += (n + B - 1) / B;
+    T += n;
+    max_ctx = std::max(max_ctx, n);
+  }
+  const int64_t num_blocks = c.min_block_id + used + used / 8 + 1;
+  const CacheGeometry g{num_blocks, B, NKV, HD, 8, 2};
+  auto made = make_cache_layout(CacheFormat(cache_format), c.layout, g, c.padded_page_bytes);
+  // A layout the format cannot take runs nothing; without it, count the two views alone.
+  const int64_t storage = made.layout ? made.layout->storage_elems : 2 * num_blocks * B * NKV * HD;
+  const int64_t block_stride = made.layout ? made.layout->block_stride : B * NKV * HD;
+  const int64_t margin = std::max<int64_t>(
+      {64 * 1024, 4 * block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * block_stride});
+  const int64_t max_blocks = (max_ctx + B - 1) / B + 1;
+  const int64_t partitions = (max_ctx + 255) / 256;
+  MemoryEstimate e;
+  e.device_bytes = 2 * (storage * 2 + 2 * margin)         // cache and snapshot
+                   + S * (NH + 2 * NKV) * HD * 2           // the step's fused QKV
+                   + T * 2 * NKV * HD * 2 + T * 8          // the context's fused KV, slot_mapping
+                   + S * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
+                   + (partitions > 1 ? 4 * S * NH * partitions * (2 + HD) : 0);
+  // Q as the reference reads it; K and V of a sequence per thread, 16-bit and float64; shaped
+  // values (value_dist.h) keep the whole context's K and V on the host, before and after shaping.
+  const int64_t shaped = c.values == ValueDist::Normal ? 0 : 2 * (2 * T * NKV * HD * 2 + S * NH * HD * 2);
+  e.host_bytes = shaped + S * NH * HD * 2
+                 + int64_t(host_threads()) * 2 * max_ctx * NKV * HD * (8 + 2)
+                 + 2 * (S * NH * HD * 2 + 2 * kSmallMargin)          // out and its download
+                 + 2 * (S * max_blocks * 4 + S * 4 + 4 * kSmallMargin) + T * 8;
+  return e;
+}
+
+std::string memory_refusal(const MemoryEstimate& need, bool cpu_backend, uint64_t device_total,
+                           uint64_t host_available) {
+  const double gib = double(int64_t(1) << 30);
+  if (cpu_backend) {
+    const int64_t both = need.device_bytes + need.host_bytes;
+    if (uint64_t(both) <= host_available) return "";
+    return fmt::format("needs {:.1f} GiB of host memory ({:.1f} GiB of buffers the cpu backend keeps in host memory "
+                       "as device memory, {:.1f} GiB for the reference); {:.1f} GiB available",
+                       both / gib, need.device_bytes / gib, need.host_bytes / gib, host_available / gib);
+  }
+  std::string why;
+  if (uint64_t(need.device_bytes) > device_total)
+    why = fmt::format("needs {:.1f} GiB of device memory; the device has {:.1f} GiB", need.device_bytes / gib,
+                      device_total / gib);
+  if (uint64_t(need.host_bytes) > host_available)
+    why += fmt::format("{}needs {:.1f} GiB of host memory; {:.1f} GiB available", why.empty() ? "" : "; ",
+                       need.host_bytes / gib, host_available / gib);
+  return why;
+}
+
+uint64_t host_available_bytes() {
+  if (const char* v = std::getenv("KVH_TEST_HOST_MEMORY"); v && *v) return std::strtoull(v, nullptr, 10);
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024;
+}
+
+}  // namespace kvh
