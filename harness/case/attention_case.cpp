@@ -17,6 +17,7 @@
 #include <random>
 
 #include "case/arena.h"
+#include "case/case_state.h"
 #include "case/cache_setup.h"
 #include "case/decode_inputs.h"
 #include "case/decode_reference.h"
@@ -40,7 +41,7 @@ constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs wit
 
 // The state of one decode case, passed from stage to stage. Its destructor
 // first stops and joins the reference (which reads this struct's members).
-struct DecodeCase {
+struct DecodeCase : CaseState {
   DecodeCase(const Case& c_, const DecodeOptions& o) : c(c_), options(o) {
     r.c = c;
     r.data_seed = hash_seed(c.id(), c.seed);
@@ -55,7 +56,6 @@ struct DecodeCase {
 
   const Case& c;
   const DecodeOptions& options;
-  CaseResult r;
   // plan
   std::string reader, misroute;  // misroute: the router's cause, recorded once the writer is judged
   const Kernel* rd = nullptr;
@@ -77,7 +77,6 @@ struct DecodeCase {
   // buffers and inputs
   uint16_t poison = 0;
   std::optional<GuardedArena> out, bt, cl;  // host images of out, block_tables, context_lens (margins included)
-  const char* on_device = component::kHarness;  // the kernel launched last, until its synchronize returns
   std::optional<DeviceArena> cache, snapshot;   // snapshot: the cache the reader must leave as it is
   std::optional<DeviceQkv> step, hist;          // the decode step's fused QKV; the context's fused KV
   device::Buffer d_out, d_slots, d_bt, d_cl, d_sinks, d_slopes, d_ws;
@@ -89,16 +88,6 @@ struct DecodeCase {
 
   const CacheLayout& L() const { return *layout; }
   int64_t outputs() const { return c.batch_size * c.num_heads * c.head_size; }
-  bool unsupported(std::string detail) {
-    r.v.status = Status::Unsupported;
-    r.v.reason = reason::kUnsupported;
-    r.v.detail = std::move(detail);
-    return false;
-  }
-  void running(const char* component) {
-    on_device = component;
-    note_running_component(component);
-  }
 };
 
 // plan: the reader, the case's own or the router's decision for it.
@@ -581,16 +570,13 @@ CaseResult run_decode_case(const Case& c, const Registry& registry, const Decode
   DecodeCase d(c, options);
   if (!plan_route(d) || !plan_kernels(d, registry) || !plan_capabilities(d) || !plan_layout(d)) return d.r;
   start_reference(d);
-  try {
-    run_on_device(d);
-  } catch (const device::AllocError& e) {
-    add_cause(d.r.v, component::kHarness, reason::kHarnessError, e.what(), true);
-  } catch (const device::Error& e) {
-    add_cause(d.r.v, d.on_device, d.on_device == component::kHarness ? reason::kHarnessError : reason::kCrash,
-              e.what(), true);
-  } catch (const std::invalid_argument& e) {
-    add_cause(d.r.v, component::kHarness, reason::kHarnessError, std::string("reference: ") + e.what(), true);
-  }
+  run_device_stages(d, [&] {
+    try {
+      run_on_device(d);
+    } catch (const std::invalid_argument& e) {  // the reference's (rethrown by judge), or a fill's own check
+      add_cause(d.r.v, component::kHarness, reason::kHarnessError, std::string("reference: ") + e.what(), true);
+    }
+  });
   return d.r;
 }
 

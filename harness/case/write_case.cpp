@@ -12,6 +12,7 @@
 #include <random>
 
 #include "case/arena.h"
+#include "case/case_state.h"
 #include "case/cache_setup.h"
 #include "device/counter_rng.h"
 #include "case/device_cache.h"
@@ -45,36 +46,24 @@ std::vector<int64_t> make_slots(const Case& c, int64_t num_blocks, std::mt19937_
 
 
 // The state of one write case, passed from stage to stage.
-struct WriteCase {
+struct WriteCase : CaseState {
   WriteCase(const Case& c_, const TimingOptions& t) : c(c_), timing(t) {
     r.c = c;
     r.data_seed = hash_seed(c.id(), c.seed);
   }
   const Case& c;
   const TimingOptions& timing;
-  CaseResult r;
   const Kernel* w = nullptr;
   CacheGeometry g{};
   std::optional<CacheLayout> layout;
   int64_t margin = 0;                  // bytes around the cache storage
   std::vector<int64_t> slots;          // slot_mapping [num_tokens], in manager blocks; -1 = padding
-  const char* on_device = component::kHarness;  // the writer from its launch until its synchronize returns
   std::optional<DeviceArena> cache, expected;  // expected: the reference writer's cache
   std::optional<KvScaleTensors> scales;
   std::optional<DeviceQkv> qkv;        // K/V in a fused QKV buffer (the query columns are filler)
   device::Buffer qkv_before, d_slots;  // qkv_before: the inputs as given, to see a writer that changes them
 
   const CacheLayout& L() const { return *layout; }
-  bool unsupported(std::string why) {
-    r.v.status = Status::Unsupported;
-    r.v.reason = reason::kUnsupported;
-    r.v.detail = std::move(why);
-    return false;
-  }
-  void running(const char* component) {
-    on_device = component;
-    note_running_component(component);
-  }
   int launch() const {
     return launch_writer(*w, L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size, c.dtype,
                          cache_kvh_dtype(c), &*scales);
@@ -186,18 +175,12 @@ int64_t write_case_num_blocks(const Case& c, int64_t page_elems) {
 CaseResult run_write_case(const Case& c, const Registry& registry, const TimingOptions& timing) {
   WriteCase d(c, timing);
   if (!plan(d, registry)) return d.r;
-  try {
+  run_device_stages(d, [&] {
     prepare(d);
-    if (launch(d)) {
-      judge(d);
-      time_writer(d);
-    }
-  } catch (const device::AllocError& e) {
-    add_cause(d.r.v, component::kHarness, reason::kHarnessError, e.what(), true);
-  } catch (const device::Error& e) {
-    add_cause(d.r.v, d.on_device, d.on_device == component::kHarness ? reason::kHarnessError : reason::kCrash,
-              e.what(), true);
-  }
+    if (!launch(d)) return;
+    judge(d);
+    time_writer(d);
+  });
   return d.r;
 }
 
