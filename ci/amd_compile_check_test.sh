@@ -10,7 +10,7 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 check="$here/amd_compile_check.sh"
-kernel="$root/kernels/reshape_and_cache.hip"
+kernel="$root/kernels/writers/reshape_and_cache.hip"
 kernel_name="reshape_and_cache_kernel<kvh::kernels::Copy16>"  # the 16-bit instance of the templated writer
 
 tmp="$(mktemp -d /tmp/kvh-amd-check-test.XXXXXX)"
