@@ -8,7 +8,7 @@
 #   PREFIX/lib/kvharness/python/kvharness/        its Python package (providers/python/bridge.cpp
 #   PREFIX/lib/kvharness/python/kvharness_*.py      puts this folder first on sys.path), the shipped providers
 #   PREFIX/include/kvharness/provider.h           the provider ABI, for out-of-tree providers
-#   PREFIX/share/doc/kvharness/                   README.md, cases/README.md, providers/python/README.md
+#   PREFIX/share/doc/kvharness/                   README.md, docs/*.md, cases.md and python-bridge.md (cases/ and providers/python/ READMEs)
 # Libraries found outside the build tree at link time (a ROCm install's
 # libamdhip64) stay on the installed binaries' RUNPATH.
 include_guard(GLOBAL)
@@ -18,7 +18,9 @@ set_target_properties(kvharness PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS kvharness RUNTIME DESTINATION bin)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/cases/ DESTINATION share/kvharness/cases FILES_MATCHING PATTERN "*.toml")
 install(FILES ${PROJECT_SOURCE_DIR}/include/kvharness/provider.h DESTINATION include/kvharness)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/cases/README.md DESTINATION share/doc/kvharness)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/kvharness)
+install(FILES ${PROJECT_SOURCE_DIR}/cases/README.md DESTINATION share/doc/kvharness RENAME cases.md)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/kvharness/docs FILES_MATCHING PATTERN "*.md")
 if(TARGET kvh_python)
   set_target_properties(kvh_python PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS kvh_python LIBRARY DESTINATION lib/kvharness)
