@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "filter.h"
+#include "keys.h"
 #include "model.h"
 #include "route_boundaries.h"
 
@@ -18,8 +19,28 @@ namespace kvh {
 
 namespace {
 
+// Where the loader is: the file, and the kind of table whose keys it reads.
+// Every key goes through get(), which holds the loader to the key table.
 struct Ctx {
   std::string file;
+  KeyTable table = KeyTable::TopLevel;
+  KeysRead* read = nullptr;  // keys_test.cpp: every key looked up, per table
+
+  // The same file, reading a table of kind `t`.
+  Ctx in(KeyTable t) const {
+    Ctx c = *this;
+    c.table = t;
+    return c;
+  }
+  // Key `key` of `t` (a table of kind `table`), or null. std::logic_error when
+  // the key table does not list it for `table`.
+  const toml::node* get(const toml::table& t, const std::string& key) const {
+    case_key(table, key);
+    if (read) (*read)[table].insert(key);
+    return t.get(key);
+  }
+  // The key's row in the key table: its closed set of values, its bounds.
+  const CaseKey& key(const std::string& key) const { return case_key(table, key); }
   [[noreturn]] void fail(const toml::node& n, const std::string& field, const std::string& msg) const {
     throw CaseFileError(fmt::format("{}:{}: field '{}': {}", file, n.source().begin.line, field, msg));
   }
@@ -37,9 +58,11 @@ std::string type_name(const toml::node& n) {
   }
 }
 
+// A non-empty array of strings, each among `allowed`, or (`allowed` empty) the key's closed set of values.
 std::vector<std::string> strings(const Ctx& c, const toml::table& t, const std::string& key, bool required,
                                  const std::vector<std::string>& allowed = {}) {
-  const toml::node* n = t.get(key);
+  const std::vector<std::string>& closed = allowed.empty() ? c.key(key).values : allowed;
+  const toml::node* n = c.get(t, key);
   if (!n) {
     if (required) c.fail(t, key, "missing; expected an array of strings");
     return {};
@@ -50,17 +73,17 @@ std::vector<std::string> strings(const Ctx& c, const toml::table& t, const std::
   for (const auto& e : *a) {
     auto s = e.value<std::string>();
     if (!s) c.fail(e, key, "expected a string element, got " + type_name(e));
-    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), *s) == allowed.end())
-      c.fail(e, key, fmt::format("unknown value '{}'; expected one of {}", *s, fmt::join(allowed, ", ")));
+    if (!closed.empty() && std::find(closed.begin(), closed.end(), *s) == closed.end())
+      c.fail(e, key, fmt::format("unknown value '{}'; expected one of {}", *s, fmt::join(closed, ", ")));
     out.push_back(*s);
   }
   return out;
 }
 
-// Bounds keep a typo from becoming a 4 GB allocation or a silent int truncation.
-std::vector<int64_t> integers(const Ctx& c, const toml::table& t, const std::string& key, bool required,
-                              int64_t min_value, int64_t max_value = int64_t(1) << 40) {
-  const toml::node* n = t.get(key);
+// Bounds (the key table's) keep a typo from becoming a 4 GB allocation or a silent int truncation.
+std::vector<int64_t> integers(const Ctx& c, const toml::table& t, const std::string& key, bool required) {
+  const auto [min_value, max_value] = c.key(key).range;
+  const toml::node* n = c.get(t, key);
   if (!n) {
     if (required) c.fail(t, key, "missing; expected an array of integers");
     return {};
@@ -78,9 +101,10 @@ std::vector<int64_t> integers(const Ctx& c, const toml::table& t, const std::str
   return out;
 }
 
-int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int64_t dflt, int64_t min_value,
-                int64_t max_value = int64_t(1) << 40) {
-  const toml::node* n = t.get(key);
+// One integer in [range.lo, range.hi]; `dflt` when absent.
+int64_t integer_in(const Ctx& c, const toml::table& t, const std::string& key, int64_t dflt, KeyRange range) {
+  const auto [min_value, max_value] = range;
+  const toml::node* n = c.get(t, key);
   if (!n) return dflt;
   if (!n->is_integer()) c.fail(*n, key, "expected an integer, got " + type_name(*n));
   int64_t v = *n->value<int64_t>();
@@ -89,30 +113,37 @@ int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int6
   return v;
 }
 
+// One integer within the key table's bounds; `dflt` when absent.
+int64_t integer(const Ctx& c, const toml::table& t, const std::string& key, int64_t dflt) {
+  return integer_in(c, t, key, dflt, c.key(key).range);
+}
+
 std::string string_field(const Ctx& c, const toml::table& t, const std::string& key, const std::string& dflt) {
-  const toml::node* n = t.get(key);
+  const toml::node* n = c.get(t, key);
   if (!n) return dflt;
   if (!n->is_string()) c.fail(*n, key, "expected a string, got " + type_name(*n));
   return *n->value<std::string>();
 }
 
-void only_keys(const Ctx& c, const toml::table& t, const std::string& table, const std::set<std::string>& keys) {
+// Where an error about key `key` of `t` points: its value, else the table.
+const toml::node& node_of(const Ctx& c, const toml::table& t, const std::string& key) {
+  const toml::node* n = c.get(t, key);
+  return n ? *n : static_cast<const toml::node&>(t);
+}
+
+// Refuses a key that a table of kind c.table does not accept (cases/keys.h); `table` names it in the error.
+void only_keys(const Ctx& c, const toml::table& t, const std::string& table) {
+  const std::set<std::string> keys = accepted_keys(c.table);
   for (const auto& [k, v] : t)
     if (!keys.count(std::string(k.str())))
       c.fail(v, std::string(k.str()), fmt::format("unknown field in [{}]; expected one of {}", table, fmt::join(keys, ", ")));
 }
 
-std::vector<std::string> scheme_names() {
-  std::vector<std::string> out;
-  for (auto s : all_schemes()) out.push_back(to_string(s));
-  return out;
-}
-
-// One [[expected_failure]] or [[known_failure]] table (cases/expectation.h).
-// `scoped`: inside a table or variant, which names the cases; `filter` only narrows them.
-ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std::string& table, bool scoped = false) {
-  only_keys(c, t, table, scoped ? std::set<std::string>{"filter", "component", "reasons", "why"}
-                                : std::set<std::string>{"filter", "ids", "component", "reasons", "why"});
+// One [[expected_failure]] or [[known_failure]] table (cases/expectation.h); c.table
+// says which. Scoped (inside a table or variant, which names the cases): `filter` only narrows them.
+ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std::string& table) {
+  const bool scoped = c.table == KeyTable::ScopedExpectedFailure;
+  only_keys(c, t, table);
   ExpectedFailure e;
   e.source = fmt::format("{}:{}", c.file, t.source().begin.line);
   e.filter = string_field(c, t, "filter", "");
@@ -123,19 +154,25 @@ ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std:
     try {
       Filter f(e.filter);
     } catch (const FilterError& err) {
-      c.fail(*t.get("filter"), "filter", err.what());
+      c.fail(node_of(c, t, "filter"), "filter", err.what());
     }
   }
   e.component = string_field(c, t, "component", "");
-  const auto& comps = expectable_components();
+  const auto& comps = c.key("component").values;
   if (!e.component.empty() && std::find(comps.begin(), comps.end(), e.component) == comps.end())
-    c.fail(*t.get("component"), "component",
+    c.fail(node_of(c, t, "component"), "component",
            fmt::format("unknown component '{}'; expected one of {} (a harness failure is never expected)", e.component,
                        fmt::join(comps, ", ")));
-  e.reasons = strings(c, t, "reasons", false, expectable_reasons());
+  e.reasons = strings(c, t, "reasons", false);
   e.why = string_field(c, t, "why", "");
   if (e.why.empty()) c.fail(t, "why", "missing; say which bug makes these cases fail");
   return e;
+}
+
+// The kind of table a declaration under a table of kind `parent` is.
+KeyTable declaration_table(KeyTable parent) {
+  if (parent == KeyTable::KnownFailuresTopLevel) return KeyTable::KnownFailure;
+  return parent == KeyTable::TopLevel ? KeyTable::ExpectedFailure : KeyTable::ScopedExpectedFailure;
 }
 
 // The declarations under key `key` of `t` (an array of tables). `scope`: the
@@ -143,11 +180,11 @@ ExpectedFailure parse_expectation(const Ctx& c, const toml::table& t, const std:
 std::vector<ExpectedFailure> expectations_of(const Ctx& c, const toml::table& t, const std::string& key,
                                              const std::pair<std::string, std::string>* scope = nullptr) {
   std::vector<ExpectedFailure> out;
-  if (const toml::node* n = t.get(key)) {
+  if (const toml::node* n = c.get(t, key)) {
     const toml::array* arr = n->as_array();
     if (!arr || !arr->is_array_of_tables()) c.fail(*n, key, "expected an array of tables ([[" + key + "]] or [{...}])");
     for (const auto& e : *arr) {
-      out.push_back(parse_expectation(c, *e.as_table(), key, scope != nullptr));
+      out.push_back(parse_expectation(c.in(declaration_table(c.table)), *e.as_table(), key));
       if (scope) out.back().scope_source = scope->first, out.back().scope_variant = scope->second;
     }
   }
@@ -196,45 +233,44 @@ CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::s
   for (auto& [n, _] : models) model_names.push_back(n);
   CommonAxes a;
   a.models = strings(c, t, "models", true, model_names);
-  a.tp = int(integer(c, t, "tp", 1, 1, 1024));
-  a.layouts = strings(c, t, "layouts", true, scheme_names());
-  a.head_sizes = integers(c, t, "head_sizes", false, 1, 1024);
-  a.block_sizes = integers(c, t, "block_sizes", true, 1, 65536);
-  a.dtypes = strings(c, t, "dtypes", true, {"fp16", "bf16"});
-  a.padded = integer(c, t, "padded_page_bytes", 0, 0, int64_t(1) << 32);
+  a.tp = int(integer(c, t, "tp", 1));
+  a.layouts = strings(c, t, "layouts", true);
+  a.head_sizes = integers(c, t, "head_sizes", false);
+  a.block_sizes = integers(c, t, "block_sizes", true);
+  a.dtypes = strings(c, t, "dtypes", true);
+  a.padded = integer(c, t, "padded_page_bytes", 0);
   // kernel_pages: block_sizes are the cache manager's blocks, kernel_block_size the kernel's page.
   const bool kernel_pages = std::find(a.layouts.begin(), a.layouts.end(), "kernel_pages") != a.layouts.end();
-  a.kernel_block_size = integer(c, t, "kernel_block_size", 0, 1, 65536);
+  a.kernel_block_size = integer(c, t, "kernel_block_size", 0);
   if (kernel_pages != (a.kernel_block_size > 0))
-    c.fail(t.get("kernel_block_size") ? *t.get("kernel_block_size") : static_cast<const toml::node&>(t),
-           "kernel_block_size",
+    c.fail(node_of(c, t, "kernel_block_size"), "kernel_block_size",
            kernel_pages ? "the kernel_pages layout needs kernel_block_size (the kernel's page, dividing block_sizes)"
                         : "kernel_block_size applies to the kernel_pages layout only");
   for (int64_t bs : a.block_sizes)
     if (kernel_pages && bs % a.kernel_block_size != 0)
-      c.fail(*t.get("block_sizes"), "block_sizes",
+      c.fail(node_of(c, t, "block_sizes"), "block_sizes",
              fmt::format("block_size {} is not a multiple of kernel_block_size {} (kernel_pages: a manager block "
                          "holds whole kernel pages)",
                          bs, a.kernel_block_size));
   const bool degenerate = std::find(a.layouts.begin(), a.layouts.end(), "degenerate_strides") != a.layouts.end();
-  a.degenerate_strides = integers(c, t, "degenerate_strides", false, 0, int64_t(1) << 40);
+  a.degenerate_strides = integers(c, t, "degenerate_strides", false);
   if (!degenerate && !a.degenerate_strides.empty())
-    c.fail(*t.get("degenerate_strides"), "degenerate_strides", "applies to the degenerate_strides layout only");
+    c.fail(node_of(c, t, "degenerate_strides"), "degenerate_strides", "applies to the degenerate_strides layout only");
   if (a.degenerate_strides.empty()) a.degenerate_strides = {0, 1, kDegenerateLargeStride};
   // The cache's element type (default: the K/V dtype) and the fp8 scales' granularity (default none).
   // fp16/bf16 name the 16-bit cache of cases of that dtype; scales apply to fp8 caches only.
-  a.kv_cache_dtypes = strings(c, t, "kv_cache_dtype", false, {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"});
-  a.kv_scales = strings(c, t, "kv_scales", false, {"none", "tensor", "head", "block", "token"});
+  a.kv_cache_dtypes = strings(c, t, "kv_cache_dtype", false);
+  a.kv_scales = strings(c, t, "kv_scales", false);
   const bool any_fp8 = std::any_of(a.kv_cache_dtypes.begin(), a.kv_cache_dtypes.end(),
                                    [](const std::string& d) { return d.rfind("fp8_", 0) == 0; });
   if (!any_fp8 && std::any_of(a.kv_scales.begin(), a.kv_scales.end(), [](const std::string& g) { return g != "none"; }))
-    c.fail(*t.get("kv_scales"), "kv_scales",
+    c.fail(node_of(c, t, "kv_scales"), "kv_scales",
            "scales (tensor, head, block, token) need an fp8 cache: add kv_cache_dtype = [\"fp8_e4m3fn\"] or "
            "[\"fp8_e4m3fnuz\"]");
   if (!a.kv_cache_dtypes.empty() && !any_fp8)
     for (const auto& d : a.kv_cache_dtypes)
       if (std::find(a.dtypes.begin(), a.dtypes.end(), d) == a.dtypes.end())
-        c.fail(*t.get("kv_cache_dtype"), "kv_cache_dtype",
+        c.fail(node_of(c, t, "kv_cache_dtype"), "kv_cache_dtype",
                fmt::format("a 16-bit cache holds the K/V dtype; '{}' is not among dtypes", d));
   if (a.kv_cache_dtypes.empty()) a.kv_cache_dtypes = {"same"};
   if (a.kv_scales.empty()) a.kv_scales = {"none"};
@@ -251,10 +287,10 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
     try {
       r = per_rank(m, a.tp);
     } catch (const std::invalid_argument& e) {
-      c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp", e.what());
+      c.fail(node_of(c, t, "tp"), "tp", e.what());
     }
     if (r.num_heads % r.num_kv_heads != 0)
-      c.fail(t.get("tp") ? *t.get("tp") : static_cast<const toml::node&>(t), "tp",
+      c.fail(node_of(c, t, "tp"), "tp",
              fmt::format("{} at tp {} has {} heads and {} kv heads per rank: not a whole GQA group", m.name, a.tp,
                          r.num_heads, r.num_kv_heads));
     const std::vector<int64_t> hs = a.head_sizes.empty() ? std::vector<int64_t>{m.head_size} : a.head_sizes;
@@ -299,14 +335,11 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
 
 void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models,
                   const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
-  only_keys(c, t, "write",
-            {"models", "tp", "layouts", "head_sizes", "num_tokens", "block_sizes", "dtypes", "writers",
-             "padded_page_bytes", "expected_failure", "kernel_block_size", "degenerate_strides", "kv_cache_dtype",
-             "kv_scales"});
+  only_keys(c, t, "write");
   const std::pair<std::string, std::string> scope{fmt::format("{}:{}", c.file, t.source().begin.line), ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &scope)) expected.push_back(std::move(e));
   const CommonAxes axes = common_axes(c, t, models);
-  const auto num_tokens = integers(c, t, "num_tokens", true, 1, 1 << 22);
+  const auto num_tokens = integers(c, t, "num_tokens", true);
   const auto writers = strings(c, t, "writers", true);
   for_each_base(c, t, CaseKind::Write, axes, models, [&](const Case& base) {
     for (int64_t n : num_tokens)
@@ -339,9 +372,29 @@ struct RouteExpectation {
   bool stated() const { return !rules.empty(); }
 };
 
+// One entry of `expect_routed_to = [{...}]` (c.table: RouteRule).
+RouteRule route_rule(const Ctx& c, const toml::table& rt) {
+  only_keys(c, rt, "expect_routed_to");
+  RouteRule r;
+  r.reader = string_field(c, rt, "reader", "");
+  if (r.reader.empty()) c.fail(rt, "expect_routed_to", "an entry needs 'reader', the kernel the router must pick");
+  r.routers = strings(c, rt, "routers", false);
+  r.dtypes = strings(c, rt, "dtypes", false);
+  r.head_sizes = integers(c, rt, "head_sizes", false);
+  r.batch_sizes = integers(c, rt, "batch_sizes", false);
+  const auto range = integers(c, rt, "batch_range", false);
+  if (!range.empty()) {
+    if (range.size() != 2 || range[0] > range[1])
+      c.fail(node_of(c, rt, "batch_range"), "batch_range", "expected [min, max] with min <= max");
+    r.batch_min = range[0], r.batch_max = range[1];
+  }
+  r.high_precision = int(integer(c, rt, "high_precision", -1));
+  return r;
+}
+
 RouteExpectation route_expectation(const Ctx& c, const toml::table& t) {
   RouteExpectation out;
-  const toml::node* n = t.get("expect_routed_to");
+  const toml::node* n = c.get(t, "expect_routed_to");
   if (!n) return out;
   out.source = fmt::format("{}:{}", c.file, n->source().begin.line);
   if (n->is_string()) {
@@ -354,28 +407,9 @@ RouteExpectation route_expectation(const Ctx& c, const toml::table& t) {
   const toml::array* a = n->as_array();
   if (!a || a->empty() || !a->is_array_of_tables())
     c.fail(*n, "expect_routed_to",
-           "expected a reader name or an array of tables {reader, routers, head_sizes, dtypes, batch_sizes, "
-           "batch_range, high_precision}, got " + type_name(*n));
-  for (const auto& e : *a) {
-    const toml::table& rt = *e.as_table();
-    only_keys(c, rt, "expect_routed_to",
-              {"reader", "routers", "head_sizes", "dtypes", "batch_sizes", "batch_range", "high_precision"});
-    RouteRule r;
-    r.reader = string_field(c, rt, "reader", "");
-    if (r.reader.empty()) c.fail(rt, "expect_routed_to", "an entry needs 'reader', the kernel the router must pick");
-    r.routers = strings(c, rt, "routers", false);
-    r.dtypes = strings(c, rt, "dtypes", false, {"fp16", "bf16"});
-    r.head_sizes = integers(c, rt, "head_sizes", false, 1, 1024);
-    r.batch_sizes = integers(c, rt, "batch_sizes", false, 1, 1 << 16);
-    const auto range = integers(c, rt, "batch_range", false, 1, 1 << 16);
-    if (!range.empty()) {
-      if (range.size() != 2 || range[0] > range[1])
-        c.fail(*rt.get("batch_range"), "batch_range", "expected [min, max] with min <= max");
-      r.batch_min = range[0], r.batch_max = range[1];
-    }
-    r.high_precision = int(integer(c, rt, "high_precision", -1, 0, 2));
-    out.rules.push_back(r);
-  }
+           fmt::format("expected a reader name or an array of tables {{{}}}, got {}",
+                       fmt::join(keys_of(KeyTable::RouteRule), ", "), type_name(*n)));
+  for (const auto& e : *a) out.rules.push_back(route_rule(c.in(KeyTable::RouteRule), *e.as_table()));
   return out;
 }
 
@@ -397,7 +431,7 @@ std::string expected_route(const Ctx& c, const toml::table& where, const RouteEx
 // element (failing through c.fail with `expected` otherwise). Absent: {dflt}.
 template <class T, class Elem>
 std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem) {
-  const toml::node* n = t.get(key);
+  const toml::node* n = c.get(t, key);
   if (!n) return {dflt};
   std::vector<T> out;
   if (const toml::array* a = n->as_array()) {
@@ -432,23 +466,27 @@ ModifierAxes modifier_axes(const Ctx& c, const toml::table& t, int tp) {
       return *e.value<bool>();
     };
   };
+  // 0 is off (the reader's default); the other values, from 1 to the key table's bound.
+  auto tokens_or_off = [&](const std::string& key, const std::string& what, const std::string& off) {
+    const KeyRange r = c.key(key).range;
+    return int_in(key, r.lo, r.hi, fmt::format("{} in tokens in [1, {}], or 0 ({})", what, r.hi, off));
+  };
   ModifierAxes m;
-  m.sliding_window = axis<int64_t>(
-      c, t, "sliding_window", 0, int_in("sliding_window", 0, 1 << 20, "a window in tokens in [1, 1048576], or 0 (off)"));
+  m.sliding_window = axis<int64_t>(c, t, "sliding_window", 0, tokens_or_off("sliding_window", "a window", "off"));
   m.sinks = axis<bool>(c, t, "sinks", false, boolean("sinks"));
   m.alibi = axis<bool>(c, t, "alibi", false, boolean("alibi"));
-  m.softcap = axis<double>(c, t, "softcap", 0.0, [&c](const toml::node& e) {
+  const KeyRange cap = c.key("softcap").range;
+  m.softcap = axis<double>(c, t, "softcap", 0.0, [&c, cap](const toml::node& e) {
     if (!e.is_number()) c.fail(e, "softcap", "expected a soft-cap > 0 (e.g. 30.0), or 0 (off), got " + type_name(e));
     const double v = *e.value<double>();
-    if (!(v >= 0 && v <= 1e6))
+    if (!(v >= double(cap.lo) && v <= double(cap.hi)))
       c.fail(e, "softcap", fmt::format("expected a soft-cap in (0, 1e6], or 0 (off), got {}", v));
     return v;
   });
   m.tp_rank = axis<int64_t>(c, t, "tp_rank", 0,
                             int_in("tp_rank", 0, tp - 1, fmt::format("a rank in [0, {}] (tp = {})", tp - 1, tp)));
-  m.partition_size = axis<int64_t>(c, t, "partition_size", 0,
-                                   int_in("partition_size", 0, 1 << 20,
-                                          "a partition in tokens in [1, 1048576], or 0 (the reader's default)"));
+  m.partition_size =
+      axis<int64_t>(c, t, "partition_size", 0, tokens_or_off("partition_size", "a partition", "the reader's default"));
   return m;
 }
 
@@ -475,29 +513,30 @@ struct Variant {
   RouteExpectation route;              // the variant's expect_routed_to (else the table's)
 };
 
+// One [[attention.variants]] or [[pipeline.variants]] table (c.table: Variants).
+Variant variant_of(const Ctx& c, const toml::table& v, CaseKind kind) {
+  only_keys(c, v, std::string(to_string(kind)) + ".variants");
+  Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
+            string_field(c, v, "router", ""), &v, route_expectation(c, v)};
+  if (x.route.stated() && x.router.empty())
+    c.fail(node_of(c, v, "expect_routed_to"), "expect_routed_to", "only a variant with a 'router' is routed");
+  if (c.get(v, "expected_failure") && x.name.empty())
+    c.fail(v, "expected_failure", "a variant with expected failures needs a 'name' (it scopes them)");
+  if (x.reader.empty() == x.router.empty()) c.fail(v, "reader", "a variant names exactly one of 'reader' or 'router'");
+  if (kind == CaseKind::Pipeline && x.writer.empty()) c.fail(v, "writer", "a pipeline variant needs a writer");
+  if (kind == CaseKind::Attention && !x.writer.empty())
+    c.fail(v, "writer", "attention variants use the reference writer; use [[pipeline]] to test a writer");
+  return x;
+}
+
 std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind kind) {
   std::vector<Variant> out;
   const std::string table = to_string(kind);
-  if (const toml::node* n = t.get("variants")) {
+  if (const toml::node* n = c.get(t, "variants")) {
     const toml::array* arr = n->as_array();
     if (!arr || !arr->is_array_of_tables() || arr->empty())
       c.fail(*n, "variants", "expected [[" + table + ".variants]] tables");
-    for (const auto& e : *arr) {
-      const toml::table& v = *e.as_table();
-      only_keys(c, v, table + ".variants", {"name", "writer", "reader", "router", "expected_failure", "expect_routed_to"});
-      Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
-                string_field(c, v, "router", ""), &v, route_expectation(c, v)};
-      if (x.route.stated() && x.router.empty())
-        c.fail(*v.get("expect_routed_to"), "expect_routed_to", "only a variant with a 'router' is routed");
-      if (v.get("expected_failure") && x.name.empty())
-        c.fail(v, "expected_failure", "a variant with expected failures needs a 'name' (it scopes them)");
-      if (x.reader.empty() == x.router.empty())
-        c.fail(v, "reader", "a variant names exactly one of 'reader' or 'router'");
-      if (kind == CaseKind::Pipeline && x.writer.empty()) c.fail(v, "writer", "a pipeline variant needs a writer");
-      if (kind == CaseKind::Attention && !x.writer.empty())
-        c.fail(v, "writer", "attention variants use the reference writer; use [[pipeline]] to test a writer");
-      out.push_back(x);
-    }
+    for (const auto& e : *arr) out.push_back(variant_of(c.in(KeyTable::Variants), *e.as_table(), kind));
     return out;
   }
   for (const auto& r : strings(c, t, "readers", false)) out.push_back({"", "", r, ""});
@@ -513,15 +552,49 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
   return out;
 }
 
+// The batches of a decode table: batch_sizes with a [min, max] context_lens
+// range (lists of zeros: lengths drawn), or explicit per-sequence lists.
+struct Batches {
+  std::vector<std::vector<int64_t>> lists;  // one per batch: its sequences' lengths, 0 = drawn
+  std::vector<int64_t> batch_sizes, context_lens;
+};
+
+Batches batches_of(const Ctx& c, const toml::table& t) {
+  Batches out;
+  const toml::node* n = c.get(t, "context_lens_lists");
+  if (!n) {
+    out.batch_sizes = integers(c, t, "batch_sizes", true);
+    out.context_lens = integers(c, t, "context_lens", true);
+    if (out.context_lens.size() != 2 || out.context_lens[0] > out.context_lens[1])
+      c.fail(node_of(c, t, "context_lens"), "context_lens", "expected [min, max] with min <= max");
+    for (int64_t b : out.batch_sizes) out.lists.push_back(std::vector<int64_t>(size_t(b), 0));
+    return out;
+  }
+  for (const char* k : {"batch_sizes", "context_lens"})
+    if (c.get(t, k)) c.fail(node_of(c, t, k), k, "not allowed beside context_lens_lists (each list is one batch)");
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) c.fail(*n, "context_lens_lists", "expected a non-empty array of arrays of lengths");
+  const int64_t max_batch = c.key("batch_sizes").range.hi;  // a list is a batch
+  const KeyRange len = c.key("context_lens_lists").range;
+  for (const auto& e : *a) {
+    const toml::array* l = e.as_array();
+    if (!l || l->empty() || int64_t(l->size()) > max_batch)
+      c.fail(e, "context_lens_lists", fmt::format("expected an array of 1 to {} context lengths per batch", max_batch));
+    std::vector<int64_t> lens;
+    for (const auto& x : *l) {
+      if (!x.is_integer() || *x.value<int64_t>() < len.lo || *x.value<int64_t>() > len.hi)
+        c.fail(x, "context_lens_lists", fmt::format("expected integer context lengths in [{}, {}]", len.lo, len.hi));
+      lens.push_back(*x.value<int64_t>());
+    }
+    out.lists.push_back(lens);
+  }
+  return out;
+}
+
 void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,
                    const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   const std::string table = to_string(kind);
-  only_keys(c, t, table,
-            {"models", "tp", "layouts", "head_sizes", "batch_sizes", "context_lens", "block_sizes", "dtypes",
-             "variants", "readers", "routers", "writers", "target", "high_precision", "padded_page_bytes",
-             "context_lens_lists", "expected_failure", "values", "expect_routed_to", "route_boundaries",
-             "kernel_block_size", "degenerate_strides", "sliding_window", "sinks", "softcap", "alibi", "tp_rank",
-             "partition_size", "stale", "block_table_padding", "min_block_id", "kv_cache_dtype", "kv_scales"});
+  only_keys(c, t, table);
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
   const std::pair<std::string, std::string> table_scope{where, ""};
   for (auto& e : expectations_of(c, t, "expected_failure", &table_scope)) expected.push_back(std::move(e));
@@ -529,45 +602,24 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const ModifierAxes mods = modifier_axes(c, t, axes.tp);
   // The large layout sizes a cache by its write tokens; decode caches are sized by their sequences.
   if (std::find(axes.layouts.begin(), axes.layouts.end(), "large") != axes.layouts.end())
-    c.fail(*t.get("layouts"), "layouts", "'large' is a [[write]] suite only (see cases/large.toml)");
-  // Either batch_sizes with a [min, max] range, or explicit per-sequence lists.
-  std::vector<std::vector<int64_t>> lists;
-  std::vector<int64_t> batch_sizes, ctx;
-  if (const toml::node* n = t.get("context_lens_lists")) {
-    for (const char* k : {"batch_sizes", "context_lens"})
-      if (t.get(k)) c.fail(*t.get(k), k, "not allowed beside context_lens_lists (each list is one batch)");
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) c.fail(*n, "context_lens_lists", "expected a non-empty array of arrays of lengths");
-    for (const auto& e : *a) {
-      const toml::array* l = e.as_array();
-      if (!l || l->empty() || l->size() > (1u << 16))
-        c.fail(e, "context_lens_lists", "expected an array of 1 to 65536 context lengths per batch");
-      std::vector<int64_t> lens;
-      for (const auto& x : *l) {
-        if (!x.is_integer() || *x.value<int64_t>() < 1 || *x.value<int64_t>() > (1 << 20))
-          c.fail(x, "context_lens_lists", "expected integer context lengths in [1, 1048576]");
-        lens.push_back(*x.value<int64_t>());
-      }
-      lists.push_back(lens);
-    }
-  } else {
-    batch_sizes = integers(c, t, "batch_sizes", true, 1, 1 << 16);
-    ctx = integers(c, t, "context_lens", true, 1, 1 << 20);
-    if (ctx.size() != 2 || ctx[0] > ctx[1])
-      c.fail(*t.get("context_lens"), "context_lens", "expected [min, max] with min <= max");
-    for (int64_t b : batch_sizes) lists.push_back(std::vector<int64_t>(size_t(b), 0));  // 0: drawn
-  }
+    c.fail(node_of(c, t, "layouts"), "layouts", "'large' is a [[write]] suite only (see cases/large.toml)");
+  const Batches batches = batches_of(c, t);
+  const std::vector<int64_t>& batch_sizes = batches.batch_sizes;
+  const std::vector<int64_t>& ctx = batches.context_lens;
+  const std::vector<std::vector<int64_t>>& lists = batches.lists;
   const std::string target = string_field(c, t, "target", "");
-  const int hp = int(integer(c, t, "high_precision", 1, 0));
-  if (hp > 2) c.fail(*t.get("high_precision"), "high_precision", "expected 0, 1 or 2");
+  // A negative mode is refused as out of range, one above the key table's bound by name.
+  const KeyRange hp_range = c.key("high_precision").range;
+  const int hp = int(integer_in(c, t, "high_precision", 1, {hp_range.lo, int64_t(1) << 40}));
+  if (hp > hp_range.hi) c.fail(node_of(c, t, "high_precision"), "high_precision", "expected 0, 1 or 2");
   std::vector<ValueDist> values;
-  for (const auto& v : strings(c, t, "values", false, {"normal", "sink", "large"})) values.push_back(*parse_value_dist(v));
+  for (const auto& v : strings(c, t, "values", false)) values.push_back(*parse_value_dist(v));
   if (values.empty()) values = {ValueDist::Normal};
   std::vector<Stale> stales;
-  for (const auto& v : strings(c, t, "stale", false, {"random", "nan", "inf"})) stales.push_back(*parse_stale(v));
+  for (const auto& v : strings(c, t, "stale", false)) stales.push_back(*parse_stale(v));
   if (stales.empty()) stales = {Stale::Random};
   int64_t padding = -1;
-  if (const toml::node* n = t.get("block_table_padding")) {
+  if (const toml::node* n = c.get(t, "block_table_padding")) {
     const std::optional<std::string> text = n->value<std::string>();
     const std::optional<int64_t> parsed = text && n->is_string() ? parse_block_table_padding(*text) : std::nullopt;
     if (!parsed)
@@ -577,25 +629,28 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
     padding = *parsed;
   }
   // Block ids are int32 in block_tables; the cache grows with the first id (see cases/large_readers.toml).
-  const int64_t min_block_id = integer(c, t, "min_block_id", 1, 1, int64_t(1) << 30);
+  const int64_t min_block_id = integer(c, t, "min_block_id", 1);
   const RouteExpectation table_route = route_expectation(c, t);
   bool boundaries = false;
-  if (const toml::node* b = t.get("route_boundaries")) {
+  if (const toml::node* b = c.get(t, "route_boundaries")) {
     if (!b->is_boolean()) c.fail(*b, "route_boundaries", "expected true or false, got " + type_name(*b));
     boundaries = *b->value<bool>();
-    if (boundaries && (t.get("context_lens_lists") || !target_compute_units_of(target)))
+    if (boundaries && (c.get(t, "context_lens_lists") || !target_compute_units_of(target)))
       c.fail(*b, "route_boundaries",
              fmt::format("needs batch_sizes with a context_lens range and a named target (MI355X, cus=N){}",
                          target.empty() ? "" : fmt::format("; target '{}' is not one", target)));
   }
   const auto variants = variants_of(c, t, kind);
   const bool routed = std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.router.empty(); });
-  if (boundaries && !routed) c.fail(*t.get("route_boundaries"), "route_boundaries", "the table has no router variant");
-  if (table_route.stated() && !routed) c.fail(*t.get("expect_routed_to"), "expect_routed_to", "the table has no router");
+  if (boundaries && !routed)
+    c.fail(node_of(c, t, "route_boundaries"), "route_boundaries", "the table has no router variant");
+  if (table_route.stated() && !routed)
+    c.fail(node_of(c, t, "expect_routed_to"), "expect_routed_to", "the table has no router");
   for (const auto& v : variants) {
     if (!v.table) continue;
     const std::pair<std::string, std::string> scope{where, v.name};
-    for (auto& e : expectations_of(c, *v.table, "expected_failure", &scope)) expected.push_back(std::move(e));
+    for (auto& e : expectations_of(c.in(KeyTable::Variants), *v.table, "expected_failure", &scope))
+      expected.push_back(std::move(e));
   }
   for_each_base(c, t, kind, axes, models, [&](const Case& base) {
     for (const auto& v : variants) {
@@ -693,56 +748,61 @@ std::vector<Case> parse_case_text(const std::string& text, const std::string& na
   return parse_case_file_text(text, name).cases;
 }
 
-CaseFile parse_case_file_text(const std::string& text, const std::string& name) {
-  Ctx c{name};
+// One [[model]] table (c.table: Model); `known`: the presets and the earlier [[model]]s.
+ModelPreset model_of(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& known) {
+  only_keys(c, t, "model");
+  const toml::node* nm = c.get(t, "name");
+  if (!nm || !nm->is_string()) c.fail(t, "name", "missing or not a string");
+  ModelPreset m;
+  m.name = *nm->value<std::string>();
+  m.num_heads = int(integer(c, t, "num_heads", 0));
+  m.num_kv_heads = int(integer(c, t, "num_kv_heads", 0));
+  m.head_size = int(integer(c, t, "head_size", 0));
+  if (!m.num_heads || !m.num_kv_heads || !m.head_size)
+    c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
+  if (m.num_heads % m.num_kv_heads != 0)
+    c.fail(t, "num_kv_heads", fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
+  if (const toml::node* hy = c.get(t, "hybrid")) {
+    if (!hy->is_boolean()) c.fail(*hy, "hybrid", "expected true or false, got " + type_name(*hy));
+    m.hybrid = *hy->value<bool>();
+  }
+  if (known.count(m.name))
+    c.fail(*nm, "name", fmt::format("model '{}' is already defined (a preset or an earlier [[model]])", m.name));
+  m.source = c.file;
+  return m;
+}
+
+// The array of tables under top-level key `key`, or null; CaseFileError when it is something else.
+const toml::array* tables_of(const Ctx& c, const toml::table& root, const std::string& key) {
+  const toml::node* n = c.get(root, key);
+  if (!n) return nullptr;
+  const toml::array* arr = n->as_array();
+  if (!arr || !arr->is_array_of_tables()) c.fail(*n, key, fmt::format("expected [[{}]] tables", key));
+  return arr;
+}
+
+CaseFile parse_case_file_text(const std::string& text, const std::string& name, KeysRead* read) {
+  const Ctx c{name, KeyTable::TopLevel, read};
   const toml::table root = parse_toml(text, name);
-  only_keys(c, root, "top level", {"seeds", "model", "write", "attention", "pipeline", "expected_failure"});
-  std::vector<int64_t> seeds = integers(c, root, "seeds", false, 0);
+  only_keys(c, root, "top level");
+  std::vector<int64_t> seeds = integers(c, root, "seeds", false);
   if (seeds.empty()) seeds = {1};
 
   std::map<std::string, ModelPreset> models;
   for (const auto& m : model_presets()) models[m.name] = m;
-  if (const toml::node* n = root.get("model")) {
-    const toml::array* arr = n->as_array();
-    if (!arr || !arr->is_array_of_tables()) c.fail(*n, "model", "expected [[model]] tables");
+  if (const toml::array* arr = tables_of(c, root, "model"))
     for (const auto& e : *arr) {
-      const toml::table& t = *e.as_table();
-      only_keys(c, t, "model", {"name", "num_heads", "num_kv_heads", "head_size", "hybrid", "source"});
-      const toml::node* nm = t.get("name");
-      if (!nm || !nm->is_string()) c.fail(t, "name", "missing or not a string");
-      ModelPreset m;
-      m.name = *nm->value<std::string>();
-      m.num_heads = int(integer(c, t, "num_heads", 0, 1, 4096));
-      m.num_kv_heads = int(integer(c, t, "num_kv_heads", 0, 1, 4096));
-      m.head_size = int(integer(c, t, "head_size", 0, 1, 1024));
-      if (!m.num_heads || !m.num_kv_heads || !m.head_size)
-        c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
-      if (m.num_heads % m.num_kv_heads != 0)
-        c.fail(t, "num_kv_heads", fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
-      if (const toml::node* hy = t.get("hybrid")) {
-        if (!hy->is_boolean()) c.fail(*hy, "hybrid", "expected true or false, got " + type_name(*hy));
-        m.hybrid = *hy->value<bool>();
-      }
-      if (models.count(m.name))
-        c.fail(*nm, "name", fmt::format("model '{}' is already defined (a preset or an earlier [[model]])", m.name));
-      m.source = name;
+      ModelPreset m = model_of(c.in(KeyTable::Model), *e.as_table(), models);
       models[m.name] = m;
     }
-  }
   std::vector<Case> cases;
   std::vector<ExpectedFailure> expected;
-  if (const toml::node* n = root.get("write")) {
-    const toml::array* arr = n->as_array();
-    if (!arr || !arr->is_array_of_tables()) c.fail(*n, "write", "expected [[write]] tables");
-    for (const auto& e : *arr) expand_write(c, *e.as_table(), models, seeds, cases, expected);
-  }
+  if (const toml::array* arr = tables_of(c, root, "write"))
+    for (const auto& e : *arr) expand_write(c.in(KeyTable::Write), *e.as_table(), models, seeds, cases, expected);
   for (CaseKind kind : {CaseKind::Attention, CaseKind::Pipeline}) {
-    const toml::node* n = root.get(to_string(kind));
-    if (!n) continue;
-    const toml::array* arr = n->as_array();
-    if (!arr || !arr->is_array_of_tables())
-      c.fail(*n, to_string(kind), fmt::format("expected [[{}]] tables", to_string(kind)));
-    for (const auto& e : *arr) expand_decode(c, *e.as_table(), kind, models, seeds, cases, expected);
+    const Ctx tc = c.in(kind == CaseKind::Attention ? KeyTable::Attention : KeyTable::Pipeline);
+    if (const toml::array* arr = tables_of(c, root, to_string(kind)))
+      for (const auto& e : *arr) expand_decode(tc, *e.as_table(), kind, models, seeds, cases, expected);
   }
   for (auto& e : expectations_of(c, root, "expected_failure")) {
     e.scope_file = name;  // never another file's cases
@@ -758,9 +818,14 @@ CaseFile load_case_file_full(const std::string& path) {
 std::vector<Case> load_case_file(const std::string& path) { return load_case_file_full(path).cases; }
 
 std::vector<ExpectedFailure> load_known_failures(const std::string& path) {
-  Ctx c{path};
-  const toml::table root = parse_toml(read_regular_file(path, "known-failures file"), path);
-  only_keys(c, root, "top level", {"known_failure"});
+  return parse_known_failures_text(read_regular_file(path, "known-failures file"), path);
+}
+
+std::vector<ExpectedFailure> parse_known_failures_text(const std::string& text, const std::string& name,
+                                                       KeysRead* read) {
+  const Ctx c{name, KeyTable::KnownFailuresTopLevel, read};
+  const toml::table root = parse_toml(text, name);
+  only_keys(c, root, "top level");
   auto out = expectations_of(c, root, "known_failure");
   if (out.empty()) c.fail(root, "known_failure", "no [[known_failure]] table; expected at least one");
   return out;

@@ -27,7 +27,8 @@
 //                                  # for each model's heads and the named target (route_boundaries.h)
 //   [[expected_failure]]           # where a fixture must fail (cases/expectation.h): filter, ids,
 //   filter = "writer=fixture_*"  component = "writer"  reasons = ["mismatch"]  why = "..."
-// README.md "Case files" lists every key.
+// cases/keys.h is the table of every key, where it goes, its type, default and
+// values (docs/case-file-keys.md, `kvharness info --keys`); the loader reads no other.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,7 @@
 
 #include "case.h"
 #include "expectation.h"
+#include "keys.h"
 
 namespace kvh {
 
@@ -52,8 +54,9 @@ struct CaseFile {
 
 /// Expands `path` into cases and expected failures. Throws CaseFileError.
 CaseFile load_case_file_full(const std::string& path);
-/// The same, from TOML text; `name` stands for the file name in errors.
-CaseFile parse_case_file_text(const std::string& text, const std::string& name);
+/// The same, from TOML text; `name` stands for the file name in errors. `read`,
+/// when given, receives every key the loader looked up, per table (keys_test.cpp).
+CaseFile parse_case_file_text(const std::string& text, const std::string& name, KeysRead* read = nullptr);
 /// The cases only (load_case_file_full(path).cases).
 std::vector<Case> load_case_file(const std::string& path);
 /// The cases only, from TOML text.

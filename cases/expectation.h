@@ -21,6 +21,7 @@
 
 #include "case.h"
 #include "filter.h"
+#include "keys.h"
 
 namespace kvh {
 
@@ -52,5 +53,8 @@ const std::vector<std::string>& expectable_components();
 /// Loads a known-failures file ([[known_failure]] tables). Throws
 /// CaseFileError naming the file, line and field for anything malformed.
 std::vector<ExpectedFailure> load_known_failures(const std::string& path);
+/// The same, from TOML text; `name` stands for the file name in errors, `read` as in parse_case_file_text.
+std::vector<ExpectedFailure> parse_known_failures_text(const std::string& text, const std::string& name,
+                                                       KeysRead* read = nullptr);
 
 }  // namespace kvh

@@ -7,17 +7,11 @@
 #include <algorithm>
 #include <sstream>
 
+#include "keys.h"
+
 namespace kvh {
 
-const std::vector<std::string>& Filter::keys() {
-  static const std::vector<std::string> k{"id",        "kind",       "model", "tp",     "head_size", "num_heads",
-                                          "num_kv_heads", "layout",  "block_size", "dtype", "batch_size",
-                                          "writer",    "variant",    "seed",  "shuffle",
-                                          "reader",    "router_policy", "target",  "values",
-                                          "sliding_window", "sinks", "softcap", "alibi", "tp_rank", "partition_size",
-                                          "stale",     "block_table_padding", "kv_cache_dtype", "kv_scales"};
-  return k;
-}
+const std::vector<std::string>& Filter::keys() { return filter_keys(); }
 
 std::string case_field(const Case& c, const std::string& key) {
   if (key == "id") return c.id();
@@ -52,25 +46,6 @@ std::string case_field(const Case& c, const std::string& key) {
   return "";
 }
 
-namespace {
-std::vector<std::string> known_values(const std::string& key) {
-  if (key == "layout") {
-    std::vector<std::string> v;
-    for (auto s : all_schemes()) v.push_back(to_string(s));
-    return v;
-  }
-  if (key == "kind") return {"write", "attention", "pipeline"};
-  if (key == "dtype") return {"fp16", "bf16"};
-  if (key == "shuffle") return {"0", "1"};
-  if (key == "values") return {"normal", "sink", "large"};
-  if (key == "kv_cache_dtype") return {"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"};
-  if (key == "kv_scales") return {"none", "tensor", "head", "block", "token"};
-  if (key == "sinks" || key == "alibi") return {"0", "1"};
-  if (key == "stale") return {"random", "nan", "inf"};
-  return {};
-}
-}  // namespace
-
 Filter::Filter(const std::string& expr) {
   std::stringstream ss(expr);
   std::string term;
@@ -89,7 +64,7 @@ Filter::Filter(const std::string& expr) {
     while (std::getline(alts, a, '|')) t.alternatives.push_back(a);
     if (t.alternatives.empty()) t.alternatives.push_back("");
     // Keys with a closed set of values: a typo is an error, not an empty selection.
-    const std::vector<std::string> known = known_values(key);
+    const std::vector<std::string> known = filter_key_values(key);
     for (const auto& alt : t.alternatives)
       if (!known.empty() && alt.find_first_of("*?[") == std::string::npos &&
           std::find(known.begin(), known.end(), alt) == known.end())

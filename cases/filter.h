@@ -26,7 +26,8 @@ class Filter {
   /// case_field() spells them; a key the map lacks reads as "" (a key that
   /// does not apply to the case).
   bool matches(const std::map<std::string, std::string>& fields) const;
-  /// The keys a term may name, in the order `--help` and errors list them.
+  /// The keys a term may name, in the order errors list them: the filter
+  /// column of the key table (cases/keys.h filter_keys()).
   static const std::vector<std::string>& keys();
 
  private:

@@ -23,6 +23,7 @@
 #include "report/compare.h"
 #include "device/device.h"
 #include "filter.h"
+#include "keys.h"
 #include "model.h"
 #include "run/isolate.h"
 #include "run/runner.h"
@@ -305,6 +306,10 @@ int cli_main(int argc, char** argv) {
   add_common(list, o);
   auto* info = app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
   info->add_option("--provider", o.providers, kProviderHelp);
+  bool info_keys = false;
+  info->add_flag("--keys", info_keys,
+                 "instead: every case-file key (where it goes, type, default, values, filter key, meaning) as "
+                 "Markdown, docs/case-file-keys.md");
   bench::Options bo;
   auto* bench_cmd = app.add_subcommand(
       "bench", "copy bandwidth, then time every writer and decode reader over a size sweep: GB/s and % of copy");
@@ -422,6 +427,10 @@ int cli_main(int argc, char** argv) {
       }
     }
     if (*run) return std::nullopt;
+    if (*info && info_keys) {  // the key table alone: no registry, no device
+      fmt::print("{}", case_keys_markdown());
+      return kExitPass;
+    }
     const Registry reg = make_registry(o);
     if (*bench_cmd && !bench_suites.empty()) return bench_suites_main(bench_suites, bo.report_dir, o, reg);
     if (*bench_cmd) {
