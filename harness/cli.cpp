@@ -239,17 +239,38 @@ std::string decode_memory_refusal(const std::vector<Case>& cases, const Registry
                      why);
 }
 
-}  // namespace
-
-int cli_main(int argc, char** argv) {
+// The command line: every subcommand and the variables its options fill. Built in
+// place and never moved (CLI11 binds the options to these members).
+struct Cli {
   CLI::App app{"kvharness: correctness harness for paged KV-cache write and decode-attention kernels"};
-  app.set_version_flag("--version", std::string("kvharness ") + KVH_VERSION);
-  app.require_subcommand(1);
   RunOptions o;
-  auto* run = app.add_subcommand("run", "run cases and write summary.md, results.json, junit.xml");
+  CLI::App *run = nullptr, *list = nullptr, *info = nullptr, *bench_cmd = nullptr, *cmp = nullptr, *merge = nullptr;
+  // run
+  CLI::Option* report_dir_opt = nullptr;
+  bool profile = false, no_progress = false, bisect = false, isolate_worker = false;
+  std::string label, resume_dir, shard_text;
+  double heartbeat = -1;
+  // info, bench
+  bool info_keys = false;
+  bench::Options bo;
+  CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr, *copy_opt = nullptr;
+  std::vector<std::string> bench_suites;
+  // compare, merge
+  std::string cmp_a, cmp_b, cmp_fail_on = "regressions";
+  compare::Options co;
+  std::vector<std::string> merge_inputs;
+  std::string merge_out;
+  // the command line as parsed (after the bisect-run rewrite)
+  std::vector<std::string> rewritten;
+  std::vector<char*> rewritten_argv;
+  std::string command_line;
+};
+
+void add_run(Cli& k) {
+  RunOptions& o = k.o;
+  CLI::App* run = k.run = k.app.add_subcommand("run", "run cases and write summary.md, results.json, junit.xml");
   add_common(run, o);
-  auto* report_dir_opt =
-      run->add_option("--report-dir", o.report_dir, "where the report goes")->capture_default_str();
+  k.report_dir_opt = run->add_option("--report-dir", o.report_dir, "where the report goes")->capture_default_str();
   run->add_option("--wave-size", o.wave_size, "cpu backend: lanes per wavefront, 32 or 64")
       ->check(CLI::IsMember({32, 64}));
   run->add_flag("--random-order", o.random_order, "cpu backend: run ready fibers in random order");
@@ -258,24 +279,25 @@ int cli_main(int argc, char** argv) {
   run->add_option("--case-timeout", o.case_timeout_s,
                   "seconds one case may run before it counts as hung (CRASH timeout; the run ends, report kept); 0: none")
       ->capture_default_str();
-  bool profile = false;
-  run->add_flag("--profile", profile, "after the run, print where the time went: phases summed over the cases, and "
-                                      "the slowest cases (summary.md has the same table)");
-  bool no_progress = false;
-  run->add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
+  run->add_flag("--profile", k.profile, "after the run, print where the time went: phases summed over the cases, and "
+                                        "the slowest cases (summary.md has the same table)");
+  run->add_flag("--no-progress", k.no_progress, "no progress bar even on a terminal");
   run->add_option("--known-failures", o.known_failures,
                   "TOML file of [[known_failure]] tables (filter/ids, component, reasons, why): failures of your own "
                   "kernels that are expected, strictly (a covered case that passes is XPASS)");
-  std::string label;
-  run->add_option("--label", label, "a label for this run in the reports (an image tag, a runner)")->envname("KVH_LABEL");
+  run->add_option("--label", k.label, "a label for this run in the reports (an image tag, a runner)")->envname("KVH_LABEL");
   run->add_flag("--fail-fast", o.fail_fast,
                 "stop at the first unexpected failure (exit 1, report incomplete): enough for a bisect step");
-  bool bisect = false;
-  run->add_flag("--bisect", bisect,
+  run->add_flag("--bisect", k.bisect,
                 "for `git bisect run`: an input error exits 125 (this commit cannot be tested) instead of 2");
-  double heartbeat = -1;
-  run->add_option("--heartbeat", heartbeat,
+  run->add_option("--heartbeat", k.heartbeat,
                   "seconds between progress lines when stderr is not a terminal (default 10; 0: none)");
+}
+
+// run's options that decide where and how its cases run: processes, resume, shards, timing.
+void add_run_scheduling(Cli& k) {
+  RunOptions& o = k.o;
+  CLI::App* run = k.run;
   run->add_flag("--isolate,!--no-isolate", o.isolate,
                 "run the cases in worker processes: a kernel that aborts, faults or hangs is that case's CRASH and "
                 "the run goes on (default: on for GPU backends, off on cpu)");
@@ -284,14 +306,11 @@ int cli_main(int argc, char** argv) {
                   "after each crash)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  bool isolate_worker = false;
-  run->add_flag("--isolate-worker", isolate_worker)->group("");  // internal: a worker of --isolate (isolate.h)
-  std::string resume_dir;
-  run->add_option("--resume", resume_dir,
+  run->add_flag("--isolate-worker", k.isolate_worker)->group("");  // internal: a worker of --isolate (isolate.h)
+  run->add_option("--resume", k.resume_dir,
                   "DIR: keep the cases DIR/results.json decided (same build, device, kernels, cases and options, "
                   "else refused) and run the rest; the report goes to DIR unless --report-dir is given");
-  std::string shard_text;
-  run->add_option("--shard", shard_text,
+  run->add_option("--shard", k.shard_text,
                   "I/N: run only the cases of shard I of N (a stable split by case id); `kvharness merge` joins the "
                   "shards' reports");
   run->add_option("--timing-reps", o.timing.reps,
@@ -302,307 +321,351 @@ int cli_main(int argc, char** argv) {
   run->add_option("--timing-warmup", o.timing.warmup, "GPU backends: untimed launches before them")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  auto* list = app.add_subcommand("list", "print the id of every case the files and filter select");
-  add_common(list, o);
-  auto* info = app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
-  info->add_option("--provider", o.providers, kProviderHelp);
-  bool info_keys = false;
-  info->add_flag("--keys", info_keys,
-                 "instead: every case-file key (where it goes, type, default, values, filter key, meaning) as "
-                 "Markdown, docs/case-file-keys.md");
-  bench::Options bo;
-  auto* bench_cmd = app.add_subcommand(
+}
+
+void add_list_and_info(Cli& k) {
+  k.list = k.app.add_subcommand("list", "print the id of every case the files and filter select");
+  add_common(k.list, k.o);
+  k.info = k.app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
+  k.info->add_option("--provider", k.o.providers, kProviderHelp);
+  k.info->add_flag("--keys", k.info_keys,
+                   "instead: every case-file key (where it goes, type, default, values, filter key, meaning) as "
+                   "Markdown, docs/case-file-keys.md");
+}
+
+void add_bench(Cli& k) {
+  bench::Options& bo = k.bo;
+  CLI::App* b = k.bench_cmd = k.app.add_subcommand(
       "bench", "copy bandwidth, then time every writer and decode reader over a size sweep: GB/s and % of copy");
-  bench_cmd->add_option("--report-dir", bo.report_dir, "where bench.md and bench.json go")->capture_default_str();
-  bench_cmd->add_flag("--quick", bo.quick, "a small sweep (cpu backend, CI smoke test): 1 warm-up, 5 reps, 64 MiB copy");
-  auto* reps_opt = bench_cmd->add_option("--reps", bo.reps, "timed launches per measurement (default 20)")
-                       ->check(CLI::PositiveNumber);
-  auto* warmup_opt =
-      bench_cmd->add_option("--warmup", bo.warmup, "untimed launches first (default 3)")->check(CLI::NonNegativeNumber);
-  auto* copy_opt = bench_cmd->add_option("--copy-mib", bo.copy_mib, "size of the D2D copy (default 2048)")
-                       ->check(CLI::PositiveNumber);
-  bench_cmd->add_option("--rotate-mib", bo.rotate_mib,
-                        "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
-  bench_cmd->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
-  std::vector<std::string> bench_suites;
-  bench_cmd->add_option("--suite", bench_suites,
-                        "instead of the kernel sweep: run this case file as `run` does and report the harness's own "
-                        "speed (wall time, cases per second, time per phase); repeatable");
-  bench_cmd->add_option("--provider", o.providers, kProviderHelp);
-  std::string cmp_a, cmp_b, cmp_fail_on = "regressions";
-  compare::Options co;
-  auto* cmp = app.add_subcommand(
+  b->add_option("--report-dir", bo.report_dir, "where bench.md and bench.json go")->capture_default_str();
+  b->add_flag("--quick", bo.quick, "a small sweep (cpu backend, CI smoke test): 1 warm-up, 5 reps, 64 MiB copy");
+  k.reps_opt = b->add_option("--reps", bo.reps, "timed launches per measurement (default 20)")->check(CLI::PositiveNumber);
+  k.warmup_opt =
+      b->add_option("--warmup", bo.warmup, "untimed launches first (default 3)")->check(CLI::NonNegativeNumber);
+  k.copy_opt = b->add_option("--copy-mib", bo.copy_mib, "size of the D2D copy (default 2048)")->check(CLI::PositiveNumber);
+  b->add_option("--rotate-mib", bo.rotate_mib,
+                "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
+  b->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
+  b->add_option("--suite", k.bench_suites,
+                "instead of the kernel sweep: run this case file as `run` does and report the harness's own "
+                "speed (wall time, cases per second, time per phase); repeatable");
+  b->add_option("--provider", k.o.providers, kProviderHelp);
+}
+
+void add_compare_and_merge(Cli& k) {
+  CLI::App* cmp = k.cmp = k.app.add_subcommand(
       "compare", "what regressed, what got fixed, between two runs; exit 0 no gating difference, 1 a gating "
                  "difference (--fail-on), 2 an unreadable or non-results input");
-  cmp->add_option("A", cmp_a, "results.json (or its report directory) of the first run")->required();
-  cmp->add_option("B", cmp_b, "results.json (or its report directory) of the second run")->required();
-  cmp->add_option("--filter", co.filter, "compare only the cases this matches (the filter language of run)");
-  cmp->add_option("--fail-on", cmp_fail_on,
+  cmp->add_option("A", k.cmp_a, "results.json (or its report directory) of the first run")->required();
+  cmp->add_option("B", k.cmp_b, "results.json (or its report directory) of the second run")->required();
+  cmp->add_option("--filter", k.co.filter, "compare only the cases this matches (the filter language of run)");
+  cmp->add_option("--fail-on", k.cmp_fail_on,
                   "exit 1 on: regressions (good in A, FAIL/CRASH/XPASS in B; slower cases with "
                   "--kernel-us-threshold), changes (also any verdict or reason change), any (also cases of one run "
                   "only or interrupted)")
       ->check(CLI::IsMember({"regressions", "changes", "any"}))
       ->capture_default_str();
-  cmp->add_option("--kernel-us-threshold", co.kernel_us_threshold,
+  cmp->add_option("--kernel-us-threshold", k.co.kernel_us_threshold,
                   "a case passing in both whose kernel_us B/A exceeds this ratio (e.g. 1.2) is slower: a regression")
       ->check(CLI::PositiveNumber);
-  cmp->add_option("--max-only", co.max_only, "cases listed per only-in-one-run or interrupted section (0: all)")
+  cmp->add_option("--max-only", k.co.max_only, "cases listed per only-in-one-run or interrupted section (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-
-  std::vector<std::string> merge_inputs;
-  std::string merge_out;
-  auto* merge = app.add_subcommand(
+  CLI::App* merge = k.merge = k.app.add_subcommand(
       "merge", "one report (summary.md, results.json, junit.xml) of several runs of the same cases, e.g. the "
                "shards of --shard; exit as `run` would for the merged run, 2 for inputs that do not fit together");
-  merge->add_option("inputs", merge_inputs, "results.json files or report directories")->required();
-  merge->add_option("-o,--output", merge_out, "report directory of the merged run")->required();
+  merge->add_option("inputs", k.merge_inputs, "results.json files or report directories")->required();
+  merge->add_option("-o,--output", k.merge_out, "report directory of the merged run")->required();
+}
 
-  // `kvharness bisect-run ARGS` is `kvharness run --bisect --fail-fast --no-progress ARGS`: for `git bisect run`.
-  std::vector<std::string> rewritten;
-  std::vector<char*> rewritten_argv;
-  if (argc >= 2 && std::string(argv[1]) == "bisect-run") {
-    rewritten = {argv[0], "run", "--bisect", "--fail-fast", "--no-progress"};
-    for (int i = 2; i < argc; ++i) rewritten.emplace_back(argv[i]);
-    for (auto& a : rewritten) rewritten_argv.push_back(a.data());
-    argc = int(rewritten_argv.size());
-    argv = rewritten_argv.data();
+// `kvharness bisect-run ARGS` is `kvharness run --bisect --fail-fast --no-progress ARGS`: for `git bisect run`.
+void rewrite_bisect_run(Cli& k, int& argc, char**& argv) {
+  if (argc < 2 || std::string(argv[1]) != "bisect-run") return;
+  k.rewritten = {argv[0], "run", "--bisect", "--fail-fast", "--no-progress"};
+  for (int i = 2; i < argc; ++i) k.rewritten.emplace_back(argv[i]);
+  for (auto& a : k.rewritten) k.rewritten_argv.push_back(a.data());
+  argc = int(k.rewritten_argv.size());
+  argv = k.rewritten_argv.data();
+}
+
+// The default job: cases/default.toml here, else the installed one (PREFIX/bin/kvharness ->
+// PREFIX/share/kvharness/cases, `cmake --install`), else the source tree this binary was built from.
+std::vector<std::string> default_case_files() {
+  std::vector<std::string> files = {"cases/default.toml"};
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string installed =
+      ec ? "" : (exe.parent_path() / "../share/kvharness/cases/default.toml").lexically_normal().string();
+  if (!std::ifstream(files[0])) {
+    if (!installed.empty() && std::ifstream(installed))
+      files = {installed};
+    else if (std::ifstream(KVH_SOURCE_DIR "/cases/default.toml"))
+      files = {KVH_SOURCE_DIR "/cases/default.toml"};
   }
+  return files;
+}
+
+int compare_main(Cli& k) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    // Under `git bisect run`, a usage error says nothing about the commit: skip it, never "bad".
-    const bool bisecting = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--bisect"; });
-    return rc == 0 ? 0 : bisecting ? kExitNothingRunnable : kExitUsage;
+    k.co.fail_on = compare::parse_fail_on(k.cmp_fail_on);
+    const auto c = compare::compare(compare::load(k.cmp_a), compare::load(k.cmp_b), k.co);
+    fmt::print("{}", compare::format(c, k.cmp_a, k.cmp_b, k.co));
+    return compare::exit_code(c, k.co);
+  } catch (const FilterError& e) {
+    fmt::print(stderr, "kvharness compare: --filter: {}\n", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kvharness compare: {}\n", e.what());
   }
-  o.program = argv[0];
-  if (!resume_dir.empty() && !*report_dir_opt) o.report_dir = resume_dir;  // --resume DIR completes DIR
-  std::string command_line;
-  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
-  if (o.case_files.empty()) {
-    // The default job: cases/default.toml here, else the installed one (PREFIX/bin/kvharness ->
-    // PREFIX/share/kvharness/cases, `cmake --install`), else the source tree this binary was built from.
-    o.case_files = {"cases/default.toml"};
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const std::string installed = ec ? "" : (exe.parent_path() / "../share/kvharness/cases/default.toml").lexically_normal().string();
-    if (!std::ifstream(o.case_files[0])) {
-      if (!installed.empty() && std::ifstream(installed))
-        o.case_files = {installed};
-      else if (std::ifstream(KVH_SOURCE_DIR "/cases/default.toml"))
-        o.case_files = {KVH_SOURCE_DIR "/cases/default.toml"};
-    }
+  return compare::kExitInputError;
+}
+
+int merge_main(Cli& k) {
+  try {
+    const RunReport m = merge_runs(k.merge_inputs);
+    check_report_dir(k.merge_out);
+    write_report_files(m, k.merge_out);
+    const Counts n = count(m);
+    fmt::print("merged {} runs: {} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected\n"
+               "report: {}/summary.md\n",
+               k.merge_inputs.size(), m.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
+               m.complete ? "" : " (INCOMPLETE: " + m.stopped_because + ")", n.unexpected, k.merge_out);
+    return m.exit_code;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kvharness merge: {}\n", e.what());
+    return int(kExitUsage);
   }
+}
 
-  // compare, bench, info and list: no report set. Returns their exit code, or nothing for `run`.
-  auto prepare = [&]() -> std::optional<int> {
-    if (*cmp) {
-      try {
-        co.fail_on = compare::parse_fail_on(cmp_fail_on);
-        const auto c = compare::compare(compare::load(cmp_a), compare::load(cmp_b), co);
-        fmt::print("{}", compare::format(c, cmp_a, cmp_b, co));
-        return compare::exit_code(c, co);
-      } catch (const FilterError& e) {
-        fmt::print(stderr, "kvharness compare: --filter: {}\n", e.what());
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "kvharness compare: {}\n", e.what());
-      }
-      return compare::kExitInputError;
+// compare, merge, bench, info and list: no report set. Their exit code, or nothing for `run`.
+// Throws what make_registry and load_cases throw (the caller reports it).
+std::optional<int> other_commands(Cli& k) {
+  if (*k.cmp) return compare_main(k);
+  if (*k.merge) return merge_main(k);
+  if (*k.run) return std::nullopt;
+  if (*k.info && k.info_keys) {  // the key table alone: no registry, no device
+    fmt::print("{}", case_keys_markdown());
+    return kExitPass;
+  }
+  const Registry reg = make_registry(k.o);
+  if (*k.bench_cmd && !k.bench_suites.empty()) return bench_suites_main(k.bench_suites, k.bo.report_dir, k.o, reg);
+  if (*k.bench_cmd) {
+    if (k.bo.quick) {  // explicit options win
+      if (!*k.reps_opt) k.bo.reps = 5;
+      if (!*k.warmup_opt) k.bo.warmup = 1;
+      if (!*k.copy_opt) k.bo.copy_mib = 64;
     }
-    if (*merge) {
-      try {
-        const RunReport m = merge_runs(merge_inputs);
-        check_report_dir(merge_out);
-        write_report_files(m, merge_out);
-        const Counts n = count(m);
-        fmt::print("merged {} runs: {} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected\n"
-                   "report: {}/summary.md\n",
-                   merge_inputs.size(), m.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
-                   m.complete ? "" : " (INCOMPLETE: " + m.stopped_because + ")", n.unexpected, merge_out);
-        return m.exit_code;
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "kvharness merge: {}\n", e.what());
-        return int(kExitUsage);
-      }
-    }
-    if (*run) return std::nullopt;
-    if (*info && info_keys) {  // the key table alone: no registry, no device
-      fmt::print("{}", case_keys_markdown());
-      return kExitPass;
-    }
-    const Registry reg = make_registry(o);
-    if (*bench_cmd && !bench_suites.empty()) return bench_suites_main(bench_suites, bo.report_dir, o, reg);
-    if (*bench_cmd) {
-      if (bo.quick) {  // explicit options win
-        if (!*reps_opt) bo.reps = 5;
-        if (!*warmup_opt) bo.warmup = 1;
-        if (!*copy_opt) bo.copy_mib = 64;
-      }
-      return bench::bench_main(bo, reg);
-    }
-    if (*info) {
-      print_info(reg);
-      return kExitPass;
-    }
-    const Loaded loaded = load_cases(o, reg);
-    if (*list) {
-      for (const auto& c : loaded.cases) fmt::print("{}\n", c.id());
-      if (loaded.cases.empty()) fmt::print(stderr, "kvharness: no case matches: {}\n", why_nothing_matches(o, loaded));
-      return loaded.cases.empty() ? kExitNothingRunnable : kExitPass;
-    }
-    return std::nullopt;
-  };
+    return bench::bench_main(k.bo, reg);
+  }
+  if (*k.info) {
+    print_info(reg);
+    return kExitPass;
+  }
+  const Loaded loaded = load_cases(k.o, reg);
+  for (const auto& c : loaded.cases) fmt::print("{}\n", c.id());  // list
+  if (loaded.cases.empty()) fmt::print(stderr, "kvharness: no case matches: {}\n", why_nothing_matches(k.o, loaded));
+  return loaded.cases.empty() ? kExitNothingRunnable : kExitPass;
+}
 
-  // Every `run` that gets past argument parsing leaves a report set, an input
-  // error's too: the previous run's green files must never outlive this one.
-  RunReport base;
-  base.tool_version = KVH_VERSION;
-  base.command_line = command_line;
-  base.host = host_name();
-  base.label = label;
-  base.case_files = o.case_files;
-  base.filter = o.filter;
-  base.seed = o.seed;
-  auto stop_before_any_case = [&](int code, const std::string& message) {
+// The cases of `loaded` whose ids `keep` accepts, with their worker indexes.
+template <class Keep>
+void keep_cases(Loaded& loaded, std::vector<size_t>& worker_index, Keep keep) {
+  Loaded mine;
+  std::vector<size_t> mine_index;
+  for (size_t i = 0; i < loaded.cases.size(); ++i)
+    if (keep(loaded.cases[i])) {
+      mine.cases.push_back(loaded.cases[i]);
+      mine.file_of.push_back(loaded.file_of[i]);
+      mine_index.push_back(worker_index[i]);
+    }
+  loaded.cases = std::move(mine.cases);
+  loaded.file_of = std::move(mine.file_of);
+  worker_index = std::move(mine_index);
+}
+
+// `run` after its arguments parsed: every path leaves a report set, an input error's too, so
+// that the previous run's green files never outlive this one.
+class RunCommand {
+ public:
+  RunCommand(Cli& k) : k_(k), o_(k.o), input_error_(k.bisect ? kExitNothingRunnable : kExitUsage) {
+    base_.tool_version = KVH_VERSION;
+    base_.command_line = k.command_line;
+    base_.host = host_name();
+    base_.label = k.label;
+    base_.case_files = o_.case_files;
+    base_.filter = o_.filter;
+    base_.seed = o_.seed;
+  }
+  int input_error() const { return input_error_; }
+
+  /// Prints `message`; for `run` (not a worker), writes an incomplete report set with it. Returns `code`.
+  int stop_before_any_case(int code, const std::string& message) {
     fmt::print(stderr, "kvharness: {}\n", message);
-    if (*run && !isolate_worker) {
-      RunReport rep = base;
-      const device::Info i = device::info();
-      rep.backend = i.backend, rep.device = i.name, rep.arch = i.arch, rep.wave_size = i.wave_size;
-      rep.runtime_version = i.runtime_version;
-      rep.started_at = rep.finished_at = utc_now();
-      rep.complete = false;  // no case was judged: never a green report
-      rep.error = message;
-      rep.exit_code = code;
-      try {
-        write_report_files(rep, o.report_dir);
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "kvharness: {}\n", e.what());
-        return int(kExitHarness);
-      }
-    }
-    return code;
-  };
-  const int input_error = bisect ? kExitNothingRunnable : kExitUsage;
-  if (*run) try {
-      check_report_dir(o.report_dir);  // before anything runs: a bad --report-dir loses no work
+    if (!*k_.run || k_.isolate_worker) return code;
+    RunReport rep = base_;
+    const device::Info i = device::info();
+    rep.backend = i.backend, rep.device = i.name, rep.arch = i.arch, rep.wave_size = i.wave_size;
+    rep.runtime_version = i.runtime_version;
+    rep.started_at = rep.finished_at = utc_now();
+    rep.complete = false;  // no case was judged: never a green report
+    rep.error = message;
+    rep.exit_code = code;
+    try {
+      write_report_files(rep, o_.report_dir);
     } catch (const std::exception& e) {
       fmt::print(stderr, "kvharness: {}\n", e.what());
-      return input_error;
+      return int(kExitHarness);
     }
-  try {
-    if (auto done = prepare(); done) return *done;
-    const Registry reg = make_registry(o);
-    Loaded loaded = load_cases(o, reg);
-    for (const auto& path : o.known_failures)
+    return code;
+  }
+
+  /// The run itself: cases loaded, sharded, resumed, isolated or not. Throws the input errors
+  /// (CaseFileError, FilterError, OptionError, ProviderLoadError) and device errors for the caller.
+  int run(int argc, char** argv) {
+    const Registry reg = make_registry(o_);
+    Loaded loaded = load_cases(o_, reg);
+    add_known_failures(loaded);
+    if (k_.isolate_worker) {  // a worker of --isolate: its parent loaded the same cases and writes the report
+      device::configure_host(o_.wave_size, o_.random_order, o_.seed.value_or(1));
+      return isolate_worker_main(loaded.cases, reg, o_);
+    }
+    // Each case's index in the list a worker of --isolate loads (before --shard and --resume).
+    std::vector<size_t> worker_index(loaded.cases.size());
+    for (size_t i = 0; i < worker_index.size(); ++i) worker_index[i] = i;
+    if (!k_.shard_text.empty()) {
+      const size_t all = loaded.cases.size();
+      const Shard sh = shard();
+      keep_cases(loaded, worker_index, [&](const Case& c) { return in_shard(c.id(), sh); });
+      if (loaded.cases.empty())
+        return stop_before_any_case(kExitNothingRunnable,
+                                    fmt::format("--shard {} selects none of the {} cases", k_.shard_text, all));
+      base_.shard = sh.str();
+    }
+    if (loaded.cases.empty())
+      return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o_, loaded));
+    if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty())
+      return stop_before_any_case(kExitUsage, why);
+    device::configure_host(o_.wave_size, o_.random_order, o_.seed.value_or(1));
+    const device::Info di = device::info();
+    base_.identity = run_identity(o_, KVH_VERSION, di.backend, di.name, di.wave_size);
+    if (!*k_.run->get_option("--isolate")) o_.isolate = di.backend != "cpu";
+    if (!k_.resume_dir.empty()) resume(loaded, worker_index);
+    if (o_.isolate) set_worker_command(argc, argv, std::move(worker_index));
+    return run_loaded(loaded, reg);
+  }
+
+ private:
+  void add_known_failures(Loaded& loaded) const {
+    for (const auto& path : o_.known_failures)
       for (auto& e : load_known_failures(path)) {
         // A known failure serves many suites, so covering nothing here is not an error; but say so.
         if (std::none_of(loaded.cases.begin(), loaded.cases.end(), [&](const Case& c) { return e.covers(c); }))
           fmt::print(stderr, "kvharness: warning: {}: this known failure covers no case of this run\n", e.source);
         loaded.expectations.push_back(std::move(e));
       }
-    if (isolate_worker) {  // a worker of --isolate: its parent loaded the same cases and writes the report
-      device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
-      return isolate_worker_main(loaded.cases, reg, o);
+  }
+  Shard shard() const {
+    try {
+      return parse_shard(k_.shard_text);
+    } catch (const std::invalid_argument& e) {
+      throw OptionError(e.what());
     }
-    // Each case's index in the list a worker of --isolate loads (before --shard and --resume).
-    std::vector<size_t> worker_index(loaded.cases.size());
-    for (size_t i = 0; i < worker_index.size(); ++i) worker_index[i] = i;
-    if (!shard_text.empty()) {
-      Shard sh;
-      try {
-        sh = parse_shard(shard_text);
-      } catch (const std::invalid_argument& e) {
-        throw OptionError(e.what());
-      }
-      Loaded mine;
-      std::vector<size_t> mine_index;
-      for (size_t i = 0; i < loaded.cases.size(); ++i)
-        if (in_shard(loaded.cases[i].id(), sh)) {
-          mine.cases.push_back(loaded.cases[i]);
-          mine.file_of.push_back(loaded.file_of[i]);
-          mine_index.push_back(worker_index[i]);
-        }
-      if (mine.cases.empty())
-        return stop_before_any_case(kExitNothingRunnable, fmt::format("--shard {} selects none of the {} cases",
-                                                                      shard_text, loaded.cases.size()));
-      loaded.cases = std::move(mine.cases);
-      loaded.file_of = std::move(mine.file_of);
-      worker_index = std::move(mine_index);
-      base.shard = sh.str();
+  }
+  // --resume: the cases DIR/results.json decided are kept; the rest run.
+  void resume(Loaded& loaded, std::vector<size_t>& worker_index) {
+    try {
+      o_.resumed = load_resumed(k_.resume_dir, loaded.cases, base_.identity, base_.shard);
+    } catch (const PartialRunError& e) {
+      throw OptionError(e.what());
     }
-    if (loaded.cases.empty()) return stop_before_any_case(kExitNothingRunnable, "no case matches: " + why_nothing_matches(o, loaded));
-    if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty()) return stop_before_any_case(kExitUsage, why);
-    device::configure_host(o.wave_size, o.random_order, o.seed.value_or(1));
-    {
-      const device::Info di = device::info();
-      base.identity = run_identity(o, KVH_VERSION, di.backend, di.name, di.wave_size);
-      if (!*run->get_option("--isolate")) o.isolate = di.backend != "cpu";
-    }
-    if (!resume_dir.empty()) {
-      try {
-        o.resumed = load_resumed(resume_dir, loaded.cases, base.identity, base.shard);
-      } catch (const PartialRunError& e) {
-        throw OptionError(e.what());
-      }
-      std::set<std::string> done;
-      for (const auto& cr : o.resumed) done.insert(cr.c.id());
-      Loaded rest;
-      std::vector<size_t> rest_index;
-      for (size_t i = 0; i < loaded.cases.size(); ++i)
-        if (!done.count(loaded.cases[i].id())) {
-          rest.cases.push_back(loaded.cases[i]);
-          rest.file_of.push_back(loaded.file_of[i]);
-          rest_index.push_back(worker_index[i]);
-        }
-      fmt::print(stderr, "kvharness: --resume {}: {} of {} cases already decided, {} to run\n", resume_dir,
-                 o.resumed.size(), loaded.cases.size(), rest.cases.size());
-      loaded.cases = std::move(rest.cases);
-      loaded.file_of = std::move(rest.file_of);
-      worker_index = std::move(rest_index);
-    }
-    if (o.isolate) {
-      // A worker is this binary with this run's arguments (isolate.h); it runs the cases its parent names.
-      char exe[4096];
-      const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-      o.worker_command = {n > 0 ? std::string(exe, size_t(n)) : std::string(argv[0])};
-      for (int i = 1; i < argc; ++i) o.worker_command.emplace_back(argv[i]);
-      o.worker_command.emplace_back("--isolate-worker");
-      o.worker_index = std::move(worker_index);
-    }
-    o.progress = !no_progress && isatty(STDERR_FILENO);
-    o.heartbeat_seconds = heartbeat >= 0 ? heartbeat : (isatty(STDERR_FILENO) ? 0 : 10);
-    o.expectations = std::move(loaded.expectations);
+    std::set<std::string> done;
+    for (const auto& cr : o_.resumed) done.insert(cr.c.id());
+    const size_t all = loaded.cases.size();
+    keep_cases(loaded, worker_index, [&](const Case& c) { return !done.count(c.id()); });
+    fmt::print(stderr, "kvharness: --resume {}: {} of {} cases already decided, {} to run\n", k_.resume_dir,
+               o_.resumed.size(), all, loaded.cases.size());
+  }
+  // A worker is this binary with this run's arguments (isolate.h); it runs the cases its parent names.
+  void set_worker_command(int argc, char** argv, std::vector<size_t> worker_index) {
+    char exe[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    o_.worker_command = {n > 0 ? std::string(exe, size_t(n)) : std::string(argv[0])};
+    for (int i = 1; i < argc; ++i) o_.worker_command.emplace_back(argv[i]);
+    o_.worker_command.emplace_back("--isolate-worker");
+    o_.worker_index = std::move(worker_index);
+  }
+  int run_loaded(Loaded& loaded, const Registry& reg) {
+    o_.progress = !k_.no_progress && isatty(STDERR_FILENO);
+    o_.heartbeat_seconds = k_.heartbeat >= 0 ? k_.heartbeat : (isatty(STDERR_FILENO) ? 0 : 10);
+    o_.expectations = std::move(loaded.expectations);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
     // Test hook: the nth device synchronize raises a sticky device fault (runner_test, ctest).
     if (const char* n = std::getenv("KVH_INJECT_FAULT"); n && *n) device::testing::inject_fault(std::atoi(n));
-    base.runtime_version = device::info().runtime_version;
-    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, g_stop, base);
+    base_.runtime_version = device::info().runtime_version;
+    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o_, g_stop, base_);
     const Counts n = count(rep);
     fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected, {} expected "
                "failure(s)\nreport: {}/summary.md\n",
                rep.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
-               rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, o.report_dir);
-    if (profile) fmt::print("\n{}", time_profile_markdown(rep, 10));
+               rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, o_.report_dir);
+    if (k_.profile) fmt::print("\n{}", time_profile_markdown(rep, 10));
     if (!rep.stopped_because.empty()) fmt::print(stderr, "kvharness: run stopped: {}\n", rep.stopped_because);
     if (rep.exit_code == kExitHarness)
       fmt::print(stderr, "kvharness: the harness itself failed (see the CRASH harness_error cases): exit 128\n");
     return rep.exit_code;
+  }
+
+  Cli& k_;
+  RunOptions& o_;
+  RunReport base_;
+  int input_error_;
+};
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  Cli k;
+  k.app.set_version_flag("--version", std::string("kvharness ") + KVH_VERSION);
+  k.app.require_subcommand(1);
+  add_run(k);
+  add_run_scheduling(k);
+  add_list_and_info(k);
+  add_bench(k);
+  add_compare_and_merge(k);
+  rewrite_bisect_run(k, argc, argv);
+  try {
+    k.app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = k.app.exit(e);
+    // Under `git bisect run`, a usage error says nothing about the commit: skip it, never "bad".
+    const bool bisecting = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--bisect"; });
+    return rc == 0 ? 0 : bisecting ? kExitNothingRunnable : kExitUsage;
+  }
+  k.o.program = argv[0];
+  if (!k.resume_dir.empty() && !*k.report_dir_opt) k.o.report_dir = k.resume_dir;  // --resume DIR completes DIR
+  for (int i = 0; i < argc; ++i) k.command_line += (i ? " " : "") + std::string(argv[i]);
+  if (k.o.case_files.empty()) k.o.case_files = default_case_files();
+  RunCommand cmd(k);
+  if (*k.run) try {
+      check_report_dir(k.o.report_dir);  // before anything runs: a bad --report-dir loses no work
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kvharness: {}\n", e.what());
+      return cmd.input_error();
+    }
+  try {
+    if (auto done = other_commands(k); done) return *done;
+    return cmd.run(argc, argv);
   } catch (const ProviderLoadError& e) {
-    return stop_before_any_case(kExitNothingRunnable, std::string(e.what()) + " (this commit cannot be tested)");
+    return cmd.stop_before_any_case(kExitNothingRunnable, std::string(e.what()) + " (this commit cannot be tested)");
   } catch (const CaseFileError& e) {
-    return stop_before_any_case(input_error, e.what());
+    return cmd.stop_before_any_case(cmd.input_error(), e.what());
   } catch (const FilterError& e) {
-    return stop_before_any_case(input_error, std::string("--filter: ") + e.what());
+    return cmd.stop_before_any_case(cmd.input_error(), std::string("--filter: ") + e.what());
   } catch (const OptionError& e) {
-    return stop_before_any_case(input_error, e.what());
-  } catch (const device::Error& e) {
-    return stop_before_any_case(kExitHarness, e.what());
-  } catch (const std::exception& e) {
-    return stop_before_any_case(kExitHarness, e.what());
+    return cmd.stop_before_any_case(cmd.input_error(), e.what());
+  } catch (const std::exception& e) {  // device::Error and the rest: the harness failed
+    return cmd.stop_before_any_case(kExitHarness, e.what());
   }
 }
 
