@@ -229,8 +229,10 @@ std::string time_profile_markdown(const RunReport& r, size_t slowest) {
   return out;
 }
 
-std::string summary_markdown(const RunReport& r) {
-  std::string out = "# kvharness run\n\n";
+namespace {
+
+// The header: run, backend, case files, counts, exit code, what the cells mean.
+void write_header(std::string& out, const RunReport& r) {
   const Counts n = count(r);
   out += fmt::format("- backend: {} ({}, {}), wave size {}; kvharness {}{}\n", r.backend, r.device, r.arch, r.wave_size,
                      r.tool_version.empty() ? "?" : r.tool_version, r.label.empty() ? "" : ", label " + r.label);
@@ -255,8 +257,10 @@ std::string summary_markdown(const RunReport& r) {
          "declared to fail that passed (fails the run); `xfail reason` an expected failure of a regression fixture "
          "(`fixture_*` kernels, the router policy `aiter-pre-b4885d2` alias `aiter-v0.1.10.post3`) or of a "
          "declaration; `n/a` unsupported. `k/n`: k of the cell's n cases are in the state shown.\n";
+}
 
-  // Unexpected failures first, grouped by (kernel, layout, reason): one bug usually fails a whole group.
+// Unexpected failures first, grouped by (kernel, layout, reason): one bug usually fails a whole group.
+void write_unexpected(std::string& out, const RunReport& r) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const CaseResult*>> groups;
   for (const auto& cr : r.results) {
@@ -273,11 +277,10 @@ std::string summary_markdown(const RunReport& r) {
     out += fmt::format("\n### {} ({} case{})\n", key, groups[key].size(), groups[key].size() == 1 ? "" : "s");
     for (const CaseResult* cr : groups[key]) write_failure(out, ++k, *cr);
   }
+}
 
-  write_pipeline_tables(out, r);
-  out += "\n## Matrices\n";
-  write_matrices(out, r);
-
+// Counts per (model, kind), models in the order of the run.
+void write_per_model(std::string& out, const RunReport& r) {
   out += "\n## Per model\n\n| model | kind | cases | PASS | unexpected | xfail | XPASS | UNSUPPORTED |\n"
          "|---|---|---|---|---|---|---|---|\n";
   struct Row {
@@ -303,15 +306,15 @@ std::string summary_markdown(const RunReport& r) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", m, kind, c.cases, c.pass, c.unexpected, c.xfail,
                          c.xpass, c.unsupported);
     }
+}
 
-  out += "\n## Where the time went\n\n" + time_profile_markdown(r, 5);
-
+// Every expected failure with its reason, then every UNSUPPORTED case with why.
+void write_expected_and_unsupported(std::string& out, const RunReport& r) {
   out += "\n## Expected failures\n";
   int x = 0;
   for (const auto& cr : r.results)
     if (cr.expected) write_failure(out, ++x, cr);
   if (x == 0) out += "\nNone.\n";
-
   bool any_unsupported = false;
   for (const auto& cr : r.results) {
     if (cr.v.status != Status::Unsupported) continue;
@@ -319,6 +322,20 @@ std::string summary_markdown(const RunReport& r) {
     any_unsupported = true;
     out += fmt::format("| `{}` | {} |\n", cr.c.id(), cr.v.detail);
   }
+}
+
+}  // namespace
+
+std::string summary_markdown(const RunReport& r) {
+  std::string out = "# kvharness run\n\n";
+  write_header(out, r);
+  write_unexpected(out, r);
+  write_pipeline_tables(out, r);
+  out += "\n## Matrices\n";
+  write_matrices(out, r);
+  write_per_model(out, r);
+  out += "\n## Where the time went\n\n" + time_profile_markdown(r, 5);
+  write_expected_and_unsupported(out, r);
   return out;
 }
 
