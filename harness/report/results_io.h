@@ -8,11 +8,12 @@
 namespace kvh {
 
 /// A case's entry of results.json's "cases" array (schema kvharness.results/1,
-/// DESIGN.md contract): the case's fields, its verdict and causes, errors,
-/// timings, phases and repro line.
+/// DESIGN.md contract): every field of results_fields() (results_fields.h),
+/// the case's, its verdict and causes, errors, timings, phases and repro line.
 nlohmann::json case_result_json(const CaseResult& cr);
 
-/// Reads an entry written by case_result_json back. With `c`, the case is
+/// Reads an entry written by case_result_json back, through the same field
+/// table (the case fields, then the result fields). With `c`, the case is
 /// that one (the caller matched it by id); without, it is rebuilt from the
 /// entry's own fields and must give the entry's id back. Throws
 /// std::runtime_error naming the field (and the id) when the entry lacks a

@@ -1,0 +1,401 @@
+#include "report/results_fields.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "layout.h"
+#include "report/results_io.h"
+
+namespace kvh {
+
+using json = nlohmann::json;
+
+// ---- FieldIn ----
+
+void FieldIn::bad(const std::string& what) const {
+  const auto id = e_.find("id");
+  throw std::runtime_error(fmt::format("case {}: field \"{}\": {}",
+                                       id != e_.end() && id->is_string() ? id->get<std::string>() : "(no id)", key_,
+                                       what));
+}
+
+void FieldIn::wrong_type(const char* expected) const {
+  bad(fmt::format("expected {}, got {}", expected, e_.at(key_).type_name()));
+}
+
+const json& FieldIn::value() const {
+  const auto it = e_.find(key_);
+  if (it == e_.end()) bad("missing");
+  return *it;
+}
+
+std::string FieldIn::str() const {
+  const json& v = value();
+  if (v.is_null()) return "";
+  if (!v.is_string()) wrong_type("a string or null");
+  return v.get<std::string>();
+}
+
+bool FieldIn::boolean() const {
+  const json& v = value();
+  if (!v.is_boolean()) wrong_type("true or false");
+  return v.get<bool>();
+}
+
+std::optional<double> FieldIn::opt_num() const {
+  if (!present() || e_.at(key_).is_null()) return std::nullopt;
+  if (!e_.at(key_).is_number()) wrong_type("a number or null");
+  return e_.at(key_).get<double>();
+}
+
+namespace {
+
+// ---- writing: the shapes of values ----
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json str_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+bool is_write(const CaseResult& cr) { return cr.c.kind == CaseKind::Write; }
+// Decode-only fields are null for writes.
+json unless_write(const CaseResult& cr, json v) { return is_write(cr) ? json(nullptr) : std::move(v); }
+
+// The first of `all` that `f`'s string names; refuses another name with "'NAME' <why>".
+template <class E, size_t N>
+E one_of(const FieldIn& f, const E (&all)[N], const char* why) {
+  const std::string s = f.str();
+  for (E x : all)
+    if (s == to_string(x)) return x;
+  f.bad(fmt::format("'{}' {}", s, why));
+}
+
+// Reads `f`'s string with parse (nullopt: unknown), refusing an unknown one with `why`.
+template <class Parse>
+auto parsed(const FieldIn& f, Parse parse, const char* why) {
+  const auto v = parse(f.str());
+  if (!v) f.bad(why);
+  return *v;
+}
+
+// ---- the rows that take more than a line ----
+
+void read_kv_cache_dtype(const FieldIn& f, CaseResult& cr) {  // after dtype
+  const std::string kv = f.str();
+  if (kv == to_string(KvCacheDType::Fp8E4m3fn)) cr.c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;
+  else if (kv == to_string(KvCacheDType::Fp8E4m3fnuz)) cr.c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
+  else if (kv != to_string(cr.c.dtype)) f.bad(fmt::format("'{}' is neither the dtype nor an fp8 format", kv));
+}
+
+void read_verdict(const FieldIn& f, CaseResult& cr) {
+  try {
+    cr.v.status = parse_status(f.str());
+  } catch (const std::runtime_error& x) {
+    f.bad(x.what());
+  }
+}
+
+json write_causes(const CaseResult& cr) {
+  json out = json::array();
+  for (const Cause& k : cr.v.causes) {
+    json o = json::object();
+    for (const CauseField& cf : cause_fields()) o[cf.name] = cf.write(k);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void read_causes(const FieldIn& f, CaseResult& cr) {
+  const json& causes = f.value();
+  if (!causes.is_array()) f.bad("expected an array");
+  for (const json& o : causes) {
+    if (!o.is_object()) f.bad("expected objects");
+    Cause k;
+    for (const CauseField& cf : cause_fields())
+      if (!cf.optional || o.contains(cf.name)) cf.read(FieldIn(o, cf.name), k);
+    cr.v.causes.push_back(std::move(k));
+  }
+}
+
+void read_data_seed(const FieldIn& f, CaseResult& cr) {
+  try {
+    cr.data_seed = std::stoull(f.str());
+  } catch (const std::logic_error&) {
+    f.bad("expected a decimal 64-bit integer in a string");
+  }
+}
+
+json write_phases(const CaseResult& cr) {
+  json ph = json::object();
+  for (int p = 0; p < kPhaseCount; ++p) ph[phase_name(Phase(p))] = cr.phases[size_t(p)];
+  return ph;
+}
+
+void read_phases(const FieldIn& f, CaseResult& cr) {
+  const json& ph = f.value();
+  if (!ph.is_object()) f.bad("expected an object");
+  for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = FieldIn(ph, phase_name(Phase(p))).opt_num().value_or(0);
+}
+
+constexpr FieldRole kKey = FieldRole::Key, kCase = FieldRole::Case, kResult = FieldRole::Result, kDerived = FieldRole::Derived;
+constexpr bool kNullable = true, kNotNull = false;  // JsonField::nullable
+constexpr bool kOptional = true, kRequired = false;  // JsonField::optional
+using In = const FieldIn&;
+using Out = CaseResult&;
+using R = const CaseResult&;
+
+// Rows in read order: a reader may use the fields above it (kv_cache_dtype the dtype,
+// high_precision the router_policy, the decode-only fields the kind).
+std::vector<ResultsField> make_results_fields() {
+  return {
+      {"id", kKey, kNotNull, kRequired, [](R r) -> json { return r.c.id(); }, nullptr,
+       "stable across runs (cases/case.h Case::id); read back, the other fields must make this id"},
+      {"kind", kCase, kNotNull, kRequired, [](R r) -> json { return to_string(r.c.kind); },
+       [](In f, Out o) {
+         const CaseKind all[] = {CaseKind::Write, CaseKind::Attention, CaseKind::Pipeline};
+         o.c.kind = one_of(f, all, "is not write, attention or pipeline");
+       },
+       "write | attention | pipeline"},
+      {"model", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.model; },
+       [](In f, Out o) { o.c.model = f.str(); }, "the model preset's name"},
+      {"tp", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.tp; },
+       [](In f, Out o) { o.c.tp = f.num<int>(); }, "tensor-parallel ranks; head counts are per rank"},
+      {"layout", kCase, kNotNull, kRequired, [](R r) -> json { return to_string(r.c.layout); },
+       [](In f, Out o) { o.c.layout = parsed(f, parse_scheme, "not a layout this kvharness knows"); },
+       "the cache layout scheme (cases/layout.h)"},
+      {"head_size", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.head_size; },
+       [](In f, Out o) { o.c.head_size = f.num<int64_t>(); }, "elements per head"},
+      {"num_heads", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.num_heads; },
+       [](In f, Out o) { o.c.num_heads = f.num<int64_t>(); }, "query heads per rank"},
+      {"num_kv_heads", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.num_kv_heads; },
+       [](In f, Out o) { o.c.num_kv_heads = f.num<int64_t>(); }, "K/V heads per rank"},
+      {"batch_size", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.batch_size; },
+       [](In f, Out o) { o.c.batch_size = f.num<int64_t>(); },
+       "sequences for attention and pipeline, tokens for write"},
+      {"block_size", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.block_size; },
+       [](In f, Out o) { o.c.block_size = f.num<int64_t>(); }, "tokens per cache block"},
+      {"dtype", kCase, kNotNull, kRequired, [](R r) -> json { return to_string(r.c.dtype); },
+       [](In f, Out o) {
+         const DType all[] = {DType::F16, DType::BF16};
+         o.c.dtype = one_of(f, all, "is not a dtype this kvharness knows");
+       },
+       "the K/V dtype: fp16 | bf16"},
+      {"kv_cache_dtype", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.kv_cache_dtype_name(); },
+       read_kv_cache_dtype, "the cache's element type: fp16 | bf16 (the dtype) | fp8_e4m3fn | fp8_e4m3fnuz"},
+      {"kv_scales", kCase, kNotNull, kOptional, [](R r) -> json { return to_string(r.c.kv_scales); },
+       [](In f, Out o) { o.c.kv_scales = parsed(f, parse_kv_scales, "not none, tensor, head, block or token"); },
+       "fp8 dequant scales' granularity: none | tensor | head | block | token"},
+      {"shuffle", kDerived, kNotNull, kRequired, [](R r) -> json { return r.c.shuffle(); }, nullptr,
+       "1 when the V cache is shuffled (a shuffle writer or reader), else 0"},
+      {"variant", kDerived, kNotNull, kRequired, [](R r) -> json { return r.c.variant(); }, nullptr,
+       "the row name shown in the matrix: variant_name, else the kernels"},
+      {"variant_name", kCase, kNullable, kOptional, [](R r) { return str_or_null(r.c.variant_name); },
+       [](In f, Out o) { o.c.variant_name = f.str(); }, "the case file's display name of the row"},
+      {"hybrid", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.hybrid; },
+       [](In f, Out o) { o.c.hybrid = f.boolean(); }, "the model preset is a hybrid one"},
+      {"padded_page_bytes", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.padded_page_bytes; },
+       [](In f, Out o) { o.c.padded_page_bytes = f.num<int64_t>(); }, "padded layout: bytes a page; 0 = derived"},
+      {"kernel_block_size", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.kernel_block_size; },
+       [](In f, Out o) { o.c.kernel_block_size = f.num<int64_t>(); },
+       "kernel_pages: the kernel's page in tokens; 0 otherwise"},
+      {"degenerate_stride", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.degenerate_stride; },
+       [](In f, Out o) { o.c.degenerate_stride = f.num<int64_t>(); },
+       "degenerate_strides: the stride of the size-1 dims; 0 otherwise"},
+      {"writer", kCase, kNullable, kRequired, [](R r) { return str_or_null(r.c.writer); },
+       [](In f, Out o) { o.c.writer = f.str(); }, "the writer kernel (write, pipeline)"},
+      {"reader", kCase, kNullable, kRequired, [](R r) { return str_or_null(r.c.reader); },
+       [](In f, Out o) { o.c.reader = f.str(); }, "the reader kernel, when no router picks it"},
+      {"router_policy", kCase, kNullable, kRequired, [](R r) { return str_or_null(r.c.router_policy); },
+       [](In f, Out o) { o.c.router_policy = f.str(); }, "the router policy that picks the reader"},
+      {"target", kCase, kNullable, kRequired, [](R r) { return str_or_null(r.c.target); },
+       [](In f, Out o) { o.c.target = f.str(); }, "routing's compute units: a named target; null: the device's"},
+      {"high_precision", kCase, kNullable, kRequired,
+       [](R r) { return r.c.router_policy.empty() ? json(nullptr) : json(r.c.high_precision); },
+       [](In f, Out o) {
+         if (!o.c.router_policy.empty()) o.c.high_precision = f.num<int>();
+       },
+       "router input 0..2; null without a router"},
+      {"routed_to", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.routed_to); },
+       [](In f, Out o) { o.routed_to = f.str(); }, "the reader that ran (attention, pipeline)"},
+      {"expect_routed_to", kCase, kNullable, kRequired, [](R r) { return str_or_null(r.c.expect_routed_to); },
+       [](In f, Out o) { o.c.expect_routed_to = f.str(); }, "the reader the router must pick, when the case says"},
+      {"values", kCase, kNotNull, kRequired, [](R r) -> json { return to_string(r.c.values); },
+       [](In f, Out o) { o.c.values = parsed(f, parse_value_dist, "not a value distribution this kvharness knows"); },
+       "normal | sink | large (\"normal\" for writes too)"},
+      {"stale", kCase, kNotNull, kOptional, [](R r) -> json { return to_string(r.c.stale); },
+       [](In f, Out o) { o.c.stale = parsed(f, parse_stale, "not random, nan or inf"); },
+       "what unwritten cache slots hold: random | nan | inf (\"random\" for writes)"},
+      {"block_table_padding", kCase, kNullable, kOptional,
+       [](R r) { return unless_write(r, block_table_padding_name(r.c.block_table_padding)); },
+       [](In f, Out o) {
+         if (!is_write(o)) o.c.block_table_padding = parsed(f, parse_block_table_padding, "not -1 or num_blocks+K");
+       },
+       "what block_tables' padding entries hold: -1 | num_blocks+K; null for writes"},
+      {"min_block_id", kCase, kNullable, kOptional, [](R r) { return unless_write(r, r.c.min_block_id); },
+       [](In f, Out o) {
+         if (!is_write(o)) o.c.min_block_id = f.num<int64_t>();
+       },
+       "sequences' blocks come from ids >= this; null for writes"},
+      {"route_reason", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.route_reason); },
+       [](In f, Out o) { o.route_reason = f.str(); }, "why the router picked routed_to"},
+      {"sliding_window", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.sliding_window; },
+       [](In f, Out o) { o.c.sliding_window = f.num<int64_t>(); }, "left window in tokens; 0 = off"},
+      {"sinks", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.sinks; },
+       [](In f, Out o) { o.c.sinks = f.boolean(); }, "per-head attention-sink logits"},
+      {"softcap", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.softcap; },
+       [](In f, Out o) { o.c.softcap = f.num<double>(); }, "logits soft-cap; 0 = off"},
+      {"alibi", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.alibi; },
+       [](In f, Out o) { o.c.alibi = f.boolean(); }, "ALiBi with the standard slopes"},
+      {"tp_rank", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.tp_rank; },
+       [](In f, Out o) { o.c.tp_rank = f.num<int>(); }, "which rank's heads"},
+      {"partition_size", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.partition_size; },
+       [](In f, Out o) { o.c.partition_size = f.num<int32_t>(); },
+       "split-K partition in tokens; 0 = the reader's default"},
+      {"context_len_min", kCase, kNullable, kRequired, [](R r) { return unless_write(r, r.c.context_len_min); },
+       [](In f, Out o) {
+         if (!is_write(o)) o.c.context_len_min = f.num<int64_t>();
+       },
+       "shortest sequence; null for writes"},
+      {"context_len_max", kCase, kNullable, kRequired, [](R r) { return unless_write(r, r.c.context_len_max); },
+       [](In f, Out o) {
+         if (!is_write(o)) o.c.context_len_max = f.num<int64_t>();
+       },
+       "longest sequence; null for writes"},
+      {"context_lens", kResult, kNullable, kOptional,
+       [](R r) { return is_write(r) || r.context_lens.empty() ? json(nullptr) : json(r.context_lens); },
+       [](In f, Out o) { o.context_lens = f.list<int32_t>(); }, "the per-sequence lengths that ran; null for writes"},
+      {"given_context_lens", kCase, kNullable, kOptional,
+       [](R r) { return r.c.context_lens.empty() ? json(nullptr) : json(r.c.context_lens); },
+       [](In f, Out o) { o.c.context_lens = f.list<int64_t>(); },
+       "the case file's explicit lengths (part of the id); null when drawn"},
+      {"verdict", kResult, kNotNull, kRequired, [](R r) -> json { return to_string(r.v.status); }, read_verdict,
+       "PASS | FAIL | UNSUPPORTED | CRASH | XPASS | INTERRUPTED"},
+      {"reason", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.reason); },
+       [](In f, Out o) { o.v.reason = f.str(); }, "the primary cause's reason class; null for PASS"},
+      {"component", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.component); },
+       [](In f, Out o) { o.v.component = f.str(); }, "writer | reader | router | harness: the primary cause's"},
+      {"causes", kResult, kNotNull, kRequired, write_causes, read_causes,
+       "every failure found, in the order the case checks them (the cause fields below)"},
+      {"expected_failure", kResult, kNotNull, kRequired, [](R r) -> json { return r.expected; },
+       [](In f, Out o) { o.expected = f.boolean(); }, "a FAIL/CRASH whose every cause is expected: not counted"},
+      {"expectations", kResult, kNotNull, kOptional, [](R r) -> json { return r.expectations; },
+       [](In f, Out o) { o.expectations = f.list<std::string>(); },
+       "file:line of the declarations that matched this case"},
+      {"detail", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.detail); },
+       [](In f, Out o) { o.v.detail = f.str(); }, "the primary cause's paragraph"},
+      {"max_abs_err", kResult, kNullable, kOptional, [](R r) { return opt(r.v.max_abs_err); },
+       [](In f, Out o) { o.v.max_abs_err = f.opt_num(); }, "largest absolute error against the reference"},
+      {"max_rel_err", kResult, kNullable, kOptional, [](R r) { return opt(r.v.max_rel_err); },
+       [](In f, Out o) { o.v.max_rel_err = f.opt_num(); }, "largest relative error against the reference"},
+      {"kernel_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.kernel_us); },
+       [](In f, Out o) { o.v.kernel_us = f.opt_num(); },
+       "median microseconds of the kernel (pipeline: the reader); null if not measured"},
+      {"writer_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.writer_us); },
+       [](In f, Out o) { o.v.writer_us = f.opt_num(); }, "pipeline: median microseconds of the writer"},
+      {"bad_elements", kResult, kNotNull, kRequired, [](R r) -> json { return r.v.bad_elements; },
+       [](In f, Out o) { o.v.bad_elements = f.num<int64_t>(); }, "elements out of tolerance"},
+      {"seed", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.seed; },
+       [](In f, Out o) { o.c.seed = f.num<uint64_t>(); }, "the case file's seed"},
+      {"data_seed", kResult, kNotNull, kRequired, [](R r) -> json { return std::to_string(r.data_seed); },
+       read_data_seed, "seed of the random inputs: a 64-bit integer in a string, exact for every JSON reader"},
+      {"key_layout", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.key_layout); },
+       [](In f, Out o) { o.key_layout = f.str(); }, "the K cache view, (shape):(stride)+offset"},
+      {"value_layout", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.value_layout); },
+       [](In f, Out o) { o.value_layout = f.str(); }, "the V cache view, (shape):(stride)+offset"},
+      {"source", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.source; },
+       [](In f, Out o) { o.c.source = f.str(); }, "file:line of the table that made the case"},
+      {"repro", kResult, kNotNull, kRequired, [](R r) -> json { return r.repro; },
+       [](In f, Out o) { o.repro = f.str(); }, "a command line that re-runs this case alone"},
+      {"fixture", kResult, kNotNull, kRequired, [](R r) -> json { return r.fixture; },
+       [](In f, Out o) { o.fixture = f.boolean(); }, "a regression fixture (kernel or router policy) took part"},
+      {"wall_ms", kResult, kNotNull, kRequired, [](R r) -> json { return r.wall_ms; },
+       [](In f, Out o) { o.wall_ms = f.num<double>(); }, "the case's wall time in ms"},
+      {"phases_ms", kResult, kNotNull, kRequired, write_phases, read_phases,
+       "ms per phase (harness/run/phases.h); they add up to about wall_ms"},
+  };
+}
+
+using CIn = const FieldIn&;
+using COut = Cause&;
+using C = const Cause&;
+
+std::vector<CauseField> make_cause_fields() {
+  return {
+      {"component", kResult, kNotNull, kRequired, [](C k) -> json { return k.component; },
+       [](CIn f, COut k) { k.component = f.str(); }, "writer | reader | router | harness"},
+      {"reason", kResult, kNotNull, kRequired, [](C k) -> json { return k.reason; },
+       [](CIn f, COut k) { k.reason = f.str(); }, "the reason class"},
+      {"detail", kResult, kNotNull, kRequired, [](C k) -> json { return k.detail; },
+       [](CIn f, COut k) { k.detail = f.str(); }, "one paragraph a human can act on"},
+      {"crash", kResult, kNotNull, kRequired, [](C k) -> json { return k.crash; },
+       [](CIn f, COut k) { k.crash = f.boolean(); }, "a CRASH (never exempted by a fixture), not a FAIL"},
+      {"expected_by", kResult, kNullable, kRequired, [](C k) { return str_or_null(k.expected_by); },
+       [](CIn f, COut k) { k.expected_by = f.str(); }, "why this failure is expected (a fixture, a declaration)"},
+  };
+}
+
+const char* role_name(FieldRole r) {
+  switch (r) {
+    case FieldRole::Key: return "key";
+    case FieldRole::Case: return "case";
+    case FieldRole::Result: return "result";
+    case FieldRole::Derived: return "derived";
+  }
+  return "?";
+}
+
+// `text` for a Markdown table cell: "|" escaped.
+std::string cell(const std::string& text) {
+  std::string s;
+  for (char ch : text) s += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  return s;
+}
+
+// The docs' "absent" column: what reading an entry without the field does.
+template <class Rec>
+const char* absent(const JsonField<Rec>& f) {
+  if (f.role == FieldRole::Derived) return "ignored";
+  return f.optional ? "default" : "refused";
+}
+
+template <class Rec>
+std::string markdown_table(const std::vector<JsonField<Rec>>& fields) {
+  std::string s = "| field | role | null | absent | meaning |\n|---|---|---|---|---|\n";
+  for (const auto& f : fields)
+    s += fmt::format("| `{}` | {} | {} | {} | {} |\n", f.name, role_name(f.role), f.nullable ? "may be" : "never",
+                     absent(f), cell(f.meaning));
+  return s;
+}
+
+}  // namespace
+
+const std::vector<ResultsField>& results_fields() {
+  static const std::vector<ResultsField> fields = make_results_fields();
+  return fields;
+}
+
+const std::vector<CauseField>& cause_fields() {
+  static const std::vector<CauseField> fields = make_cause_fields();
+  return fields;
+}
+
+std::string results_fields_markdown() {
+  return "<!-- Generated from harness/report/results_fields.cpp by the ResultsFields.DocsPageIsCurrent test\n"
+         "     (KVH_UPDATE_DOCS=1 rewrites it). Edit the table there, not this page. -->\n"
+         "# results.json case entries\n\n"
+         "Each object of results.json's `cases` array (schema `kvharness.results/1`; the run's header\n"
+         "fields and the contract: DESIGN.md, \"Contract that scripts and CI rely on\").\n"
+         "The report writes every field below, and `--isolate`, `--resume`, `merge` read each one back\n"
+         "from the same table.\n\n"
+         "- role: `key` is the id, which the case read back (matched by id or rebuilt) must have;\n"
+         "  `case` fields describe the case (read back when an entry rebuilds its case), `result`\n"
+         "  fields its outcome (always read back), `derived` fields follow from the case (written,\n"
+         "  never read).\n"
+         "- null: whether the value may be null (a field that does not apply, or not measured).\n"
+         "- absent: what reading an entry without the field does: `default` (entries of older\n"
+         "  versions; the field keeps its default), `ignored` (never read), or `refused` (the entry is\n"
+         "  refused, naming the field;\n"
+         "  a field that is null for some cases, such as `high_precision` without a router, only where\n"
+         "  it is read).\n\n" +
+         markdown_table(results_fields()) + "\n## Cause objects (`causes`)\n\n" + markdown_table(cause_fields());
+}
+
+}  // namespace kvh

@@ -1,0 +1,222 @@
+// The field table of results.json case entries (results_fields.h): every
+// field written is read back, nothing is written beside the table, and the
+// table's flags (derived, nullable, optional) say what the code does.
+#include "report/results_fields.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "report/results_io.h"
+
+namespace kvh {
+namespace {
+
+using json = nlohmann::json;
+
+// A case with every field of the table away from its default (the router case:
+// high_precision is written only with a router policy).
+Case every_case_field_set() {
+  Case c;
+  c.kind = CaseKind::Pipeline;
+  c.model = "Qwen3-235B-A22B";
+  c.tp = 8;
+  c.hybrid = true;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.head_size = 128;
+  c.layout = Scheme::KernelPages;
+  c.block_size = 64;
+  c.padded_page_bytes = 4096;
+  c.kernel_block_size = 16;
+  c.degenerate_stride = 7;
+  c.dtype = DType::BF16;
+  c.batch_size = 2;
+  c.writer = "reshape_and_cache_shuffle";
+  c.reader = "pa_fwd_asm";
+  c.router_policy = "aiter-v0.1.12";
+  c.target = "mi300x";
+  c.high_precision = 2;
+  c.context_lens = {17, 300};
+  c.context_len_min = 17;
+  c.context_len_max = 300;
+  c.values = ValueDist::Sink;
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
+  c.kv_scales = KvScales::Block;
+  c.sliding_window = 128;
+  c.sinks = true;
+  c.softcap = 30;
+  c.alibi = true;
+  c.tp_rank = 3;
+  c.partition_size = 256;
+  c.stale = Stale::Nan;
+  c.block_table_padding = 4;
+  c.min_block_id = 70000;
+  c.expect_routed_to = "pa_fwd_asm";
+  c.variant_name = "after fix";
+  c.seed = 3;
+  c.source = "x.toml:4";
+  return c;
+}
+
+Cause every_cause_field_set() { return Cause{"router", "misroute", "routed wrong", true, "x.toml:9"}; }
+
+CaseResult every_field_set() {
+  CaseResult cr;
+  cr.c = every_case_field_set();
+  add_cause(cr.v, component::kRouter, reason::kMisroute, "routed wrong", true);
+  cr.v.causes.push_back(every_cause_field_set());
+  cr.expected = true;
+  cr.v.max_abs_err = 0.25;
+  cr.v.max_rel_err = 0.5;
+  cr.v.kernel_us = 12.25;
+  cr.v.writer_us = 3.5;
+  cr.v.bad_elements = 7;
+  cr.data_seed = 18446744073709551557ull;
+  cr.key_layout = "(2,8):(1,2)+0";
+  cr.value_layout = "(2,8):(8,1)+64";
+  cr.routed_to = "pa_fwd_asm";
+  cr.route_reason = "head_size 128";
+  cr.repro = "kvharness run x.toml";
+  cr.fixture = true;
+  cr.expectations = {"x.toml:9"};
+  cr.context_lens = {17, 300};
+  cr.wall_ms = 12.5;
+  for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = 0.5 + p;
+  return cr;
+}
+
+std::set<std::string> keys(const json& o) {
+  std::set<std::string> k;
+  for (const auto& [key, v] : o.items()) k.insert(key);
+  return k;
+}
+
+template <class R>
+std::set<std::string> names(const std::vector<JsonField<R>>& fields) {
+  std::set<std::string> n;
+  for (const auto& f : fields) n.insert(f.name);
+  return n;
+}
+
+// The names of `a` that `b` lacks, space-separated.
+std::string only_in(const std::set<std::string>& a, const std::set<std::string>& b) {
+  std::string s;
+  for (const auto& n : a)
+    if (!b.count(n)) s += (s.empty() ? "" : " ") + n;
+  return s;
+}
+
+// The guard of the round trip below: a field the sample leaves at its default would
+// round-trip even if its reader dropped it.
+TEST(ResultsFields, TheSampleSetsEveryField) {
+  const CaseResult all = every_field_set(), none;
+  for (const ResultsField& f : results_fields())
+    EXPECT_NE(f.write(all), f.write(none)) << f.name << ": set it in every_field_set(), or the round trip misses it";
+  for (const CauseField& f : cause_fields())
+    EXPECT_NE(f.write(every_cause_field_set()), f.write(Cause{})) << "causes[]." << f.name;
+}
+
+// Issue 19: a field written and not read back, or read and never written, fails here.
+TEST(ResultsFields, EveryFieldRoundTrips) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  EXPECT_EQ(only_in(keys(e), names(results_fields())), "") << "written beside the table: write them through it";
+  EXPECT_EQ(only_in(names(results_fields()), keys(e)), "") << "in the table, not written";
+  for (const json& k : e.at("causes")) EXPECT_EQ(keys(k), names(cause_fields()));
+  const auto same = [&](const json& back, const char* how) {
+    EXPECT_TRUE(back == e) << how << ": read back and written again, the entry differs (JSON patch): "
+                           << json::diff(e, back).dump();
+  };
+  same(case_result_json(case_result_from_json(e)), "rebuilt from the entry's fields");
+  same(case_result_json(case_result_from_json(e, &cr.c)), "matched to the caller's case");
+  same(case_result_json(case_result_from_json(json::parse(e.dump()))), "through the text");
+}
+
+TEST(ResultsFields, OnlyDerivedFieldsHaveNoReaderAndEveryFieldIsDescribed) {
+  std::set<std::string> seen;
+  for (const ResultsField& f : results_fields()) {
+    EXPECT_TRUE(seen.insert(f.name).second) << f.name << " twice";
+    EXPECT_EQ(f.read == nullptr, f.role == FieldRole::Derived || f.role == FieldRole::Key) << f.name;
+    EXPECT_EQ(f.role == FieldRole::Key, f.name == std::string("id")) << f.name << ": the id is the one key";
+    EXPECT_NE(std::string(f.meaning), "") << f.name;
+    EXPECT_FALSE(f.read == nullptr && f.optional) << f.name << ": a field never read cannot be optional";
+  }
+  for (const CauseField& f : cause_fields()) {
+    EXPECT_NE(f.read, nullptr) << f.name;
+    EXPECT_NE(std::string(f.meaning), "") << f.name;
+  }
+}
+
+// The entries of a few cases: a write, a decode case without a router, and the full sample.
+std::vector<CaseResult> various() {
+  CaseResult write;
+  write.c.model = "M";
+  write.c.writer = "reshape_and_cache";
+  CaseResult attention = write;
+  attention.c.kind = CaseKind::Attention;
+  attention.c.writer = "";
+  attention.c.reader = "paged_attention_v1";
+  attention.c.context_len_min = attention.c.context_len_max = 5;
+  return {write, attention, every_field_set()};
+}
+
+TEST(ResultsFields, OnlyNullableFieldsAreNull) {
+  for (const CaseResult& cr : various()) {
+    const json e = case_result_json(cr);
+    for (const ResultsField& f : results_fields())
+      EXPECT_TRUE(f.nullable || !e.at(f.name).is_null()) << e["id"] << ": " << f.name << " null";
+    for (const json& k : e.at("causes"))
+      for (const CauseField& f : cause_fields()) EXPECT_TRUE(f.nullable || !k.at(f.name).is_null()) << f.name;
+  }
+}
+
+// A required field, absent, refuses the entry and names the field (in the full sample every
+// field is read: high_precision has a router, the decode-only fields a decode case).
+TEST(ResultsFields, AbsentRequiredFieldsAreRefusedByName) {
+  const json e = case_result_json(every_field_set());
+  for (const ResultsField& f : results_fields()) {
+    if (f.optional || f.role == FieldRole::Derived) continue;
+    json without = e;
+    without.erase(f.name);
+    try {
+      case_result_from_json(without);
+      ADD_FAILURE() << "accepted without " << f.name;
+    } catch (const std::runtime_error& x) {
+      EXPECT_NE(std::string(x.what()).find(std::string("\"") + f.name + "\""), std::string::npos) << x.what();
+    }
+  }
+}
+
+// An optional field may be absent (an older kvharness wrote the entry): it reads back as its
+// default. Checked where the value is the default or a result (a case field's value that is
+// not the default may be part of the id: LayoutParametersReadBack).
+TEST(ResultsFields, AbsentOptionalFieldsReadBackAsTheirDefaults) {
+  for (const CaseResult& cr : various()) {
+    const json e = case_result_json(cr);
+    for (const ResultsField& f : results_fields()) {
+      if (!f.optional || (f.role == FieldRole::Case && f.write(cr) != f.write(CaseResult{}))) continue;
+      json without = e;
+      without.erase(f.name);
+      CaseResult back;
+      EXPECT_NO_THROW(back = case_result_from_json(without)) << e["id"] << ": " << f.name;
+      EXPECT_EQ(f.write(back), f.write(CaseResult{})) << e["id"] << ": " << f.name;
+    }
+  }
+}
+
+// docs/results-json.md is the table's Markdown; KVH_UPDATE_DOCS=1 rewrites it.
+TEST(ResultsFields, DocsPageIsCurrent) {
+  const std::string path = KVH_SOURCE_DIR "/docs/results-json.md";
+  const std::string want = results_fields_markdown();
+  if (const char* u = std::getenv("KVH_UPDATE_DOCS"); u && std::string(u) == "1") std::ofstream(path) << want;
+  std::stringstream have;
+  have << std::ifstream(path).rdbuf();
+  EXPECT_EQ(have.str(), want) << path << " is stale: run this test with KVH_UPDATE_DOCS=1 and commit the page";
+}
+
+}  // namespace
+}  // namespace kvh
