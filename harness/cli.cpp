@@ -482,6 +482,13 @@ void keep_cases(Loaded& loaded, std::vector<size_t>& worker_index, Keep keep) {
   worker_index = std::move(mine_index);
 }
 
+// Whether two paths name the same directory (a path that does not exist is only itself).
+bool same_dir(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+}
+
 // `run` after its arguments parsed: every path leaves a report set, an input error's too, so
 // that the previous run's green files never outlive this one.
 class RunCommand {
@@ -501,6 +508,11 @@ class RunCommand {
   int stop_before_any_case(int code, const std::string& message) {
     fmt::print(stderr, "kvharness: {}\n", message);
     if (!*k_.run || k_.isolate_worker) return code;
+    if (!k_.resume_dir.empty() && same_dir(k_.resume_dir, o_.report_dir)) {
+      // The report set there is the run --resume was to complete: its decided cases must survive a refusal.
+      fmt::print(stderr, "kvharness: {} left as it was\n", o_.report_dir);
+      return code;
+    }
     RunReport rep = base_;
     const device::Info i = device::info();
     rep.backend = i.backend, rep.device = i.name, rep.arch = i.arch, rep.wave_size = i.wave_size;

@@ -146,6 +146,12 @@ resume_after_sigkill)
   "$KVH" run "${SUITE[@]}" --replace-kernel reshape_and_cache=reshape_and_cache_flash --resume "$WORK/full" \
     --report-dir "$WORK/other" --no-progress > "$WORK/out" 2>&1; rc=$?
   [ $rc -eq 2 ] || fail "resume with other kernels: expected exit 2, got $rc"
+  # A refused resume into DIR itself (no --report-dir) leaves DIR's report as it was: its decided cases survive.
+  cp -r "$WORK/full" "$WORK/keep"
+  "$KVH" run "${SUITE[@]}" --seed 7 --resume "$WORK/keep" --no-progress > "$WORK/out" 2>&1; rc=$?
+  [ $rc -eq 2 ] || fail "refused resume into DIR: expected exit 2, got $rc"
+  diff -r "$WORK/full" "$WORK/keep" > /dev/null || fail "a refused resume rewrote DIR: $(cat "$WORK/out")"
+  grep -q "left as it was" "$WORK/out" || fail "the refusal does not say DIR was kept: $(cat "$WORK/out")"
   ;;
 # Shards 1/3..3/3 merged give the unsharded run's verdicts; bad merges are refused.
 shard_merge)
