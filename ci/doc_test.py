@@ -1,31 +1,52 @@
 #!/usr/bin/env python3
-"""Docs that run: executes the ```sh blocks of README.md and docs/*.md.
+"""Docs that run: executes the ```sh blocks of README.md, docs/*.md and every tracked */README.md.
 
 Usage:
   doc_test.py --kvharness BIN --work DIR [--source ROOT] [--timeout S] [FILE.md ...]
   doc_test.py --self-test --kvharness BIN --work DIR
+  doc_test.py --lint --kvharness BIN [FILE.md ...]    (parse and check only)
 
-Every fenced block whose info string is `sh` runs; other fences (text,
-python, toml, yaml) are shown, never run. A marker on the line right before
-a ```sh fence changes that:
+Every fenced block whose info string is `sh` runs; fences tagged with a
+language this script knows is not a shell (text, python, toml, yaml, json,
+cpp, cmake, diff, ...) are shown, never run. Tag every fence: an untagged
+fence, an unknown tag (```ssh, ```bash, ```shell-session, ...) and a fence
+inside a blockquote (`> ```sh`) are errors, so no block is silently not run.
+Markers on the lines right before a ```sh fence (several may stack) change
+how it is judged:
 
   <!-- doctest: skip (REASON) -->   not run: counted and listed with REASON
                                     (needs a GPU, a ROCm install, network, or
                                     takes too long for this test)
-  <!-- doctest: exit N -->          the block must exit with N (default 0)
+  <!-- doctest: exit N -->          every command but the last exits 0 and the
+                                    block's LAST command exits N (default: the
+                                    whole block exits 0)
+  <!-- doctest: output REGEX -->    the block's output (stdout and stderr)
+                                    must match REGEX (Python re.search,
+                                    MULTILINE); repeatable
 
-A marker that is not right before a ```sh fence, a marker this script does
-not know, and a ```bash/```shell/```console fence (write ```sh, or ```text
-for output) are errors: nothing is left unchecked by a typo.
+A marker not followed by a ```sh fence and a marker this script does not know
+are errors: nothing is left unchecked by a typo.
+
+Blocks run under `bash -e -o pipefail`, which ignores a failure inside `&&`
+lists, `if`/`while` conditions, `!`, background jobs, command substitutions
+in arguments and `export/local/readonly X=$(...)`. So a runnable block (its
+heredoc bodies aside) may not use `&&`, `if`, a leading `!`, a trailing `&`,
+`|| true`/`|| :`/`|| test $?` (or `||` followed by anything but `exit N` or
+`{ ...; exit N; }`), `$(...)`/backticks around kvharness other than a plain
+`NAME=$(...)`, `export/local/readonly NAME=$(...)`, or `set +e`/`set +o
+pipefail`: each is an error (exit 2) naming FILE:LINE, the construct and what
+to write instead (split the block, one command a line, and mark the expected
+failure with `exit N`).
 
 Each markdown file gets a fresh scratch copy of the source tree (without
 build*/, .git and the run output under reports/) at WORK/<file>/; its blocks
 run there in order, each as its own `bash -e -o pipefail` script started
 from the copy's root, so a block may use files an earlier block of the same
 file wrote. `kvharness` on PATH is BIN. A block passes when it exits as its
-marker says; otherwise the test names FILE:LINE of the failing command (or of
-the block), the exit codes and the tail of the block's output, and exits 1.
-Exit 2: usage or marker errors. Python 3 standard library only.
+marker says and its output matches its output markers; otherwise the test
+names FILE:LINE of the failing command (or of the block), the exit codes (or
+the regex not matched) and the tail of the block's output, and exits 1.
+Exit 2: usage, fence, marker or construct errors. Python 3 standard library only.
 """
 
 import argparse
@@ -40,7 +61,12 @@ import time
 MARKER = re.compile(r"^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^\s`]*)")
 RUNNABLE = "sh"
-WRONG_TAGS = {"bash", "shell", "console", "zsh", "shell-session"}
+# Fences that are shown, never run: languages that are not a shell.
+SHOWN_TAGS = {"text", "python", "py", "toml", "yaml", "yml", "json", "jsonc", "cpp", "c++", "c", "h", "cuda",
+              "cmake", "diff", "markdown", "md", "html", "xml", "javascript", "js", "ini", "csv", "tsv",
+              "mermaid", "dockerfile", "make", "makefile", "hip", "rust", "go"}
+BLOCKQUOTE_FENCE = re.compile(r"^\s*>[\s>]*(`{3,}|~{3,})\s*([^\s`]*)")
+LAST_TAG = "@@doctest-last"
 ERR_TAG = "@@doctest-err"
 TAIL_LINES = 30
 
@@ -50,9 +76,10 @@ class DocError(Exception):
 
 
 class Block:
-    def __init__(self, path, line, code, exit_code=0, skip=None):
+    def __init__(self, path, line, code, exit_code=0, skip=None, outputs=()):
         self.path, self.line, self.code = path, line, code  # line: the ```sh fence, 1-based
-        self.exit_code, self.skip = exit_code, skip
+        self.exit_code, self.skip, self.outputs = exit_code, skip, list(outputs)
+        self.commands = []  # logical commands: (first, last) script line, 1-based (line 1: after the fence)
 
 
 def parse_marker(text, where):
@@ -62,26 +89,173 @@ def parse_marker(text, where):
     m = re.fullmatch(r"exit\s+(\d+)", text)
     if m:
         return ("exit", int(m.group(1)))
-    raise DocError(f"{where}: unknown doctest marker '{text}' (known: 'skip (REASON)', 'exit N')")
+    m = re.fullmatch(r"output\s+(.+)", text)
+    if m:
+        try:
+            re.compile(m.group(1), re.MULTILINE)
+        except re.error as e:
+            raise DocError(f"{where}: doctest output marker: bad regex '{m.group(1)}': {e}")
+        return ("output", m.group(1))
+    raise DocError(f"{where}: unknown doctest marker '{text}' "
+                   f"(known: 'skip (REASON)', 'exit N', 'output REGEX')")
 
 
-def extract(path, display):
-    """The ```sh blocks of one markdown file, with their markers."""
+# ---------------------------------------------------------------- constructs that hide a failure
+
+HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
+def mask(line):
+    """(masked, subst): `masked` is line with quoted text, comments and $(...)/`...` bodies blanked
+    (so operators inside them are not seen); `subst` lists the command substitution bodies."""
+    out, subst, i, n = [], [], 0, len(line)
+    quote = None
+    while i < n:
+        c = line[i]
+        if quote == "'":
+            out.append(" " if c != "'" else c)
+            quote = None if c == "'" else quote
+            i += 1
+            continue
+        if c == "\\" and i + 1 < n:
+            out.append("  ")
+            i += 2
+            continue
+        if c == "$" and line.startswith("$(", i) and not line.startswith("$((", i):
+            depth, j = 0, i + 1
+            while j < n:
+                if line[j] == "(":
+                    depth += 1
+                elif line[j] == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            subst.append(line[i + 2:j])
+            out.append("$" + "X" * (j - i))  # one word, operators inside hidden
+            i = j + 1
+            continue
+        if c == "`":
+            j = line.find("`", i + 1)
+            j = n if j < 0 else j
+            subst.append(line[i + 1:j])
+            out.append("X" * (j - i + 1))
+            i = j + 1
+            continue
+        if quote == '"':
+            out.append(" " if c != '"' else c)
+            quote = None if c == '"' else quote
+            i += 1
+            continue
+        if c in "'\"":
+            quote = c
+            out.append(c)
+            i += 1
+            continue
+        if c == "#" and (i == 0 or line[i - 1] in " \t;|&("):
+            break
+        out.append(c)
+        i += 1
+    return "".join(out), subst
+
+
+def logical_commands(code):
+    """[(first, last, masked text, substitutions)] of a block, lines 1-based; `\\` continuations,
+    heredoc bodies and compound commands (do..done, case..esac, {..}, (..)) each join one command."""
+    lines = code.split("\n")
+    cmds, i, cur, depth = [], 0, None, 0
+    while i < len(lines):
+        raw = lines[i]
+        masked, subst = mask(raw)
+        if cur is None:
+            if not masked.strip():
+                i += 1
+                continue
+            cur = [i + 1, i + 1, [], []]
+        cur[1] = i + 1
+        cur[2].append(masked)
+        cur[3].extend(subst)
+        heredocs = [m.group(3) for m in HEREDOC.finditer(masked.replace("<<<", "   "))]
+        # a heredoc delimiter inside quotes is masked away; find it in the raw line too
+        if not heredocs and "<<" in raw and "<<<" not in raw:
+            heredocs = [m.group(3) for m in HEREDOC.finditer(raw)]
+        i += 1
+        for delim in heredocs:
+            while i < len(lines) and lines[i].strip() != delim:
+                i += 1
+            cur[1] = min(i + 1, len(lines))
+            i += 1
+        for w in re.findall(r"(?:(?<=^)|(?<=[\s;|&(]))(do|done|case|esac|\{|\}|\(|\))(?=$|[\s;|&)])",
+                            masked):
+            depth += 1 if w in ("do", "case", "{", "(") else -1
+        if masked.rstrip().endswith("\\") or raw.rstrip().endswith("\\") or depth > 0 \
+                or re.search(r"(\|\||\||&&)\s*$", masked):
+            continue
+        depth = max(depth, 0)
+        cmds.append((cur[0], cur[1], "\n".join(cur[2]), cur[3]))
+        cur = None
+    if cur is not None:
+        cmds.append((cur[0], cur[1], "\n".join(cur[2]), cur[3]))
+    return cmds
+
+
+def hidden_failures(code):
+    """[(script line, construct, what to write instead)] for constructs under which bash -e
+    does not stop at a failing command."""
+    found = []
+    split = "split the block: one command a line; mark an expected failure with <!-- doctest: exit N -->"
+    for first, _last, text, subst in logical_commands(code):
+        def add(what, instead):
+            found.append((first, what, instead))
+        if "&&" in text:
+            add("`&&` (bash -e ignores a failure inside an && list, in a loop body too)", split)
+        if re.search(r"(^|[;|&({]|\bthen|\bdo|\belse)\s*(if|elif|until)\s", text, re.M):
+            add("`if`/`until` (a failing condition is not an error)", split)
+        if re.search(r"(^|[;|&({]|\bdo|\bthen|\belse)\s*!\s", text, re.M):
+            add("a leading `!` (bash -e ignores a negated command)", split)
+        if re.search(r"(?<![&>|<])&\s*(;|$|\))", re.sub(r"[0-9]*[<>]&[0-9-]*|&>>?|&&|\|&", "  ", text), re.M):
+            add("a trailing `&` (a background job's failure is never seen)", "run it in the foreground")
+        for m in re.finditer(r"\|\|\s*(.*?)(?=\|\||&&|;|$)", text, re.M):
+            rest = m.group(1).strip()
+            if re.fullmatch(r"exit(\s+\d+)?", rest):
+                continue
+            if rest.startswith("{") and re.search(r"\bexit\b", text[m.end(1) - len(rest):]):
+                continue
+            add(f"`|| {rest}` (the command's failure is swallowed; "
+                f"`|| test $?` passes when the command succeeds)",
+                "write `cmd || exit N` or `cmd || { ...; exit N; }`, or split the block and mark "
+                "the failing command with <!-- doctest: exit N -->")
+        if re.search(r"(^|[;|&(]\s*|\s)(export|local|readonly|declare|typeset)\s+[^;|&\n]*=\$X", text, re.M):
+            add("`export/local/readonly NAME=$(...)` (its status is the builtin's, never the command's)",
+                "assign first (`NAME=$(...)`), then `export NAME`")
+        if any(re.search(r"(^|[\s;|&(])kvharness(\s|$)", s) for s in subst) and \
+                not re.fullmatch(r"\s*[A-Za-z_][A-Za-z0-9_]*=\$X+\s*", text):
+            add("a command substitution around kvharness (its failure is lost in an argument)",
+                "run kvharness as its own command (a plain `NAME=$(kvharness ...)` line is checked)")
+        if re.search(r"(^|[;|&(]\s*)\s*set\s+(\+e|\+o\s+(errexit|pipefail))", text, re.M):
+            add("`set +e`/`set +o pipefail`", split)
+    return found
+
+
+def extract(path, display, errors):
+    """The ```sh blocks of one markdown file, with their markers; construct errors go to `errors`."""
     lines = open(path, encoding="utf-8").read().split("\n")
-    blocks, pending, i = [], None, 0
+    blocks, pending, i = [], [], 0
     while i < len(lines):
         where = f"{display}:{i + 1}"
         m = MARKER.match(lines[i])
         if m:
-            if pending:
-                raise DocError(f"{pending[1]}: doctest marker not followed by a ```{RUNNABLE} fence")
-            pending = (parse_marker(m.group(1), where), where)
+            pending.append((parse_marker(m.group(1), where), where))
             i += 1
             continue
+        q = BLOCKQUOTE_FENCE.match(lines[i])
+        if q and q.group(2).lower() not in SHOWN_TAGS:
+            raise DocError(f"{where}: ```{q.group(2) or '(no tag)'} fence inside a blockquote is never run: "
+                           f"move it out of the quote, or tag it ```text")
         f = FENCE.match(lines[i])
         if not f:
-            if pending:
-                raise DocError(f"{pending[1]}: doctest marker not followed by a ```{RUNNABLE} fence")
+            if pending and lines[i].strip():
+                raise DocError(f"{pending[0][1]}: doctest marker not followed by a ```{RUNNABLE} fence")
             i += 1
             continue
         indent, fence, tag = f.group(1), f.group(2), f.group(3).lower()
@@ -95,24 +269,34 @@ def extract(path, display):
         if i == len(lines):
             raise DocError(f"{where}: fence never closed")
         i += 1  # the closing fence
-        if tag in WRONG_TAGS:
-            raise DocError(f"{where}: ```{tag} fence: write ```{RUNNABLE} (run by this test) or ```text (never run)")
+        if tag != RUNNABLE and tag not in SHOWN_TAGS:
+            raise DocError(f"{where}: ```{tag or '(no tag)'} fence: tag every fence: ```{RUNNABLE} runs, "
+                           f"```text never runs (or a language: toml, python, json, ...)")
         if tag != RUNNABLE:
             if pending:
-                raise DocError(f"{pending[1]}: doctest marker before a ```{tag or '(no tag)'} fence; "
+                raise DocError(f"{pending[0][1]}: doctest marker before a ```{tag} fence; "
                                f"markers go before ```{RUNNABLE} fences only")
             continue
         b = Block(display, start + 1, "\n".join(body) + "\n")
-        if pending:
-            kind, value = pending[0]
+        seen = set()
+        for (kind, value), mwhere in pending:
+            if kind in seen and kind != "output":
+                raise DocError(f"{mwhere}: a second '{kind}' doctest marker for one fence")
+            seen.add(kind)
             if kind == "skip":
                 b.skip = value
-            else:
+            elif kind == "exit":
                 b.exit_code = value
-            pending = None
+            else:
+                b.outputs.append(value)
+        pending = []
+        b.commands = [(a, z) for a, z, _t, _s in logical_commands(b.code)]
+        if not b.skip:
+            for line, what, instead in hidden_failures(b.code):
+                errors.append(f"{display}:{b.line + line}: {what} hides a failure from the test; {instead}")
         blocks.append(b)
     if pending:
-        raise DocError(f"{pending[1]}: doctest marker not followed by a ```{RUNNABLE} fence")
+        raise DocError(f"{pending[0][1]}: doctest marker not followed by a ```{RUNNABLE} fence")
     return blocks
 
 
@@ -135,8 +319,13 @@ def scratch_copy(source, dest):
 
 
 def run_block(b, cwd, env, timeout):
-    """(exit code, output, failing file line or None, seconds)."""
-    script = f"trap 'echo \"{ERR_TAG} $LINENO $?\" >&2' ERR\n" + b.code
+    """(exit code, output lines, failing file line or None, seconds, whether the last command started)."""
+    code = b.code.split("\n")
+    if b.exit_code != 0 and b.commands:
+        # Announce the last logical command on its own first line (line numbers stay as they are).
+        first = b.commands[-1][0] - 1
+        code[first] = f"echo {LAST_TAG} >&2; " + code[first]
+    script = f"trap 'echo \"{ERR_TAG} $LINENO $?\" >&2' ERR\n" + "\n".join(code)
     with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as f:
         f.write(script)
         name = f.name
@@ -151,15 +340,57 @@ def run_block(b, cwd, env, timeout):
     finally:
         os.unlink(name)
     seconds = time.monotonic() - t0
-    fail_line, kept = None, []
+    fail_line, kept, last_started = None, [], False
     for line in out.splitlines():
         if line.startswith(ERR_TAG + " "):
             script_line = int(line.split()[1])
             if fail_line is None:
                 fail_line = b.line + script_line - 1  # script line 2 is the line after the fence
             continue
+        if line == LAST_TAG:
+            last_started = True
+            continue
         kept.append(line)
-    return rc, kept, fail_line, seconds
+    return rc, kept, fail_line, seconds, last_started
+
+
+def judge(b, rc, out, fail_line, last_started):
+    """None when the block did as its markers say, else why not."""
+    if rc != b.exit_code:
+        return f"{'a timeout' if rc is None else f'exit {rc}'}, the block must exit {b.exit_code}"
+    if b.exit_code != 0:
+        first, last = b.commands[-1] if b.commands else (1, 1)
+        if not last_started:
+            return (f"exit {rc} before its last command (line {b.line + first}) ran; "
+                    f"with 'exit {b.exit_code}' only the last command may fail")
+        if fail_line is not None and not (b.line + first <= fail_line <= b.line + last):
+            return (f"exit {rc} from line {fail_line}, not from its last command "
+                    f"(lines {b.line + first}-{b.line + last})")
+    text = "\n".join(out)
+    for rx in b.outputs:
+        if not re.search(rx, text, re.MULTILINE):
+            return f"its output does not match the output marker /{rx}/"
+    return None
+
+
+def default_files(source):
+    """README.md, docs/*.md and every tracked README.md in a subfolder (git ls-files; a walk without git)."""
+    docs = os.path.join(source, "docs")
+    files = ["README.md"] + sorted(os.path.join("docs", f) for f in (os.listdir(docs) if os.path.isdir(docs) else [])
+                                   if f.endswith(".md"))
+    try:
+        p = subprocess.run(["git", "-C", source, "ls-files", "*README.md"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, check=True)
+        readmes = p.stdout.decode().split()
+    except (OSError, subprocess.CalledProcessError):
+        readmes = []
+        for root, dirs, names in os.walk(source):
+            dirs[:] = [d for d in dirs if d != ".git" and not d.startswith("build")]
+            readmes += [os.path.relpath(os.path.join(root, n), source) for n in names if n == "README.md"]
+    for r in sorted(readmes):
+        if r not in files and os.path.basename(r) == "README.md":
+            files.append(r)
+    return files
 
 
 def run_files(args):
@@ -168,18 +399,24 @@ def run_files(args):
     if not (os.path.isfile(kvh) and os.access(kvh, os.X_OK)):
         print(f"doc_test: --kvharness {kvh}: not an executable", file=sys.stderr)
         return 2
-    docs = os.path.join(source, "docs")
-    files = args.files or (["README.md"] + sorted(
-        os.path.join("docs", f) for f in (os.listdir(docs) if os.path.isdir(docs) else []) if f.endswith(".md")))
-    try:
-        per_file = []
-        for f in files:
-            path = f if os.path.isabs(f) else os.path.join(source, f)
-            display = os.path.relpath(path, source) if not os.path.isabs(f) else f
-            per_file.append((display, extract(path, display)))
-    except (DocError, OSError) as e:
-        print(f"doc_test: {e}", file=sys.stderr)
+    files = args.files or default_files(source)
+    per_file, errors = [], []
+    for f in files:
+        path = f if os.path.isabs(f) else os.path.join(source, f)
+        display = os.path.relpath(path, source) if not os.path.isabs(f) else f
+        try:
+            per_file.append((display, extract(path, display, errors)))
+        except (DocError, OSError) as e:
+            errors.append(str(e))
+    if errors:
+        for e in errors:
+            print(f"doc_test: {e}", file=sys.stderr)
+        print(f"doc_test: {len(errors)} error(s); nothing run", file=sys.stderr)
         return 2
+    if args.lint:
+        n = sum(len(bl) for _d, bl in per_file)
+        print(f"doc_test: {len(per_file)} file(s), {n} ```{RUNNABLE} block(s): fences, markers and constructs ok")
+        return 0
 
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(kvh) + os.pathsep + env.get("PATH", "")
@@ -202,13 +439,13 @@ def run_files(args):
                 skipped.append((where, b.skip))
                 print(f"SKIP {where}: {b.skip}", flush=True)
                 continue
-            rc, out, fail_line, secs = run_block(b, work, env, args.timeout)
-            if rc == b.exit_code:
+            rc, out, fail_line, secs, last_started = run_block(b, work, env, args.timeout)
+            why = judge(b, rc, out, fail_line, last_started)
+            if why is None:
                 passed.append(where)
                 print(f"ok   {where} ({secs:.1f} s{'' if rc == 0 else f', exit {rc} as marked'})", flush=True)
                 continue
             failed.append(where)
-            got = "a timeout" if rc is None else f"exit {rc}"
             at = f"{b.path}:{fail_line}" if fail_line is not None and rc is not None else where
             cmd = ""
             if fail_line is not None:
@@ -216,8 +453,8 @@ def run_files(args):
                 idx = fail_line - b.line - 1
                 if 0 <= idx < len(cmd_lines):
                     cmd = f": `{cmd_lines[idx].strip()}`"
-            print(f"FAIL {at}{cmd}: {got}, the block (```sh at {where}) must exit {b.exit_code} "
-                  f"({secs:.1f} s); last {TAIL_LINES} lines of its output:", flush=True)
+            print(f"FAIL {at}{cmd}: {why} (```sh at {where}, {secs:.1f} s); "
+                  f"last {TAIL_LINES} lines of its output:", flush=True)
             for line in out[-TAIL_LINES:]:
                 print(f"     | {line}")
             sys.stdout.flush()
@@ -304,13 +541,16 @@ def self_test(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kvharness", required=True, help="the built kvharness binary (put on PATH)")
-    ap.add_argument("--work", required=True, help="scratch folder (replaced)")
+    ap.add_argument("--work", default=None, help="scratch folder (replaced)")
     ap.add_argument("--source", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."),
                     help="the source tree (default: this script's ..)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one block may run (default 300)")
     ap.add_argument("--self-test", action="store_true", help="check this script on a fixture")
-    ap.add_argument("files", nargs="*", help="markdown files relative to --source (default: README.md docs/*.md)")
+    ap.add_argument("--lint", action="store_true", help="parse and check fences, markers and constructs; run nothing")
+    ap.add_argument("files", nargs="*", help="markdown files relative to --source (default: README.md, docs/*.md, tracked */README.md)")
     args = ap.parse_args()
+    if args.work is None and not args.lint:
+        ap.error("--work is required (except with --lint)")
     return self_test(args) if args.self_test else run_files(args)
 
 
