@@ -382,7 +382,7 @@ std::string results_fields_markdown() {
          "     (KVH_UPDATE_DOCS=1 rewrites it). Edit the table there, not this page. -->\n"
          "# results.json case entries\n\n"
          "Each object of results.json's `cases` array (schema `kvharness.results/1`; the run's header\n"
-         "fields and the contract: DESIGN.md, \"Contract that scripts and CI rely on\").\n"
+         "fields and what scripts and CI may rely on: [reports.md](reports.md), \"results.json\").\n"
          "The report writes every field below, and `--isolate`, `--resume`, `merge` read each one back\n"
          "from the same table.\n\n"
          "- role: `key` is the id, which the case read back (matched by id or rebuilt) must have;\n"
