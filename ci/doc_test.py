@@ -489,11 +489,72 @@ echo before the typo
 kvharness rnu
 echo never reached
 ```
+<!-- doctest: exit 1 -->
+```sh
+false
+echo reached the end; exit 1
+```
+<!-- doctest: output ^6 cases: 5 PASS -->
+<!-- doctest: exit 0 -->
+```sh
+echo "6 cases: 5 PASS, 1 FAIL"
+```
+<!-- doctest: output ^80 cases: 80 PASS -->
+```sh
+echo "80 cases: 64 PASS, 16 FAIL"
+```
 """
+
+SUB_FIXTURE = """# a folder README
+```sh
+kvharness sub-typo
+```
+"""
+
+# Each construct under which bash -e misses a failure: the test refuses it (exit 2) naming
+# README.md:LINE and the construct.
+REFUSED = (
+    ("kvharness rnu && echo ran", "`&&`"),
+    ("for i in 1 2; do kvharness rnu && echo $i; done", "`&&`"),
+    ("if kvharness rnu; then echo ran; fi", "`if`"),
+    ("! kvharness rnu", "leading `!`"),
+    ("kvharness rnu &", "trailing `&`"),
+    ('echo "$(kvharness rnu)"', "command substitution around kvharness"),
+    ("echo `kvharness rnu`", "command substitution around kvharness"),
+    ("export X=$(kvharness rnu)", "export/local/readonly"),
+    ("kvharness rnu || true", "`|| true`"),
+    ("kvharness rnu || :", "`|| :`"),
+    ("kvharness rnu || test $? -eq 1", "`|| test $? -eq 1`"),
+    ("set +e\nkvharness rnu", "`set +e`"),
+)
+# Constructs that keep a failure visible: accepted.
+ACCEPTED = (
+    "kvharness rnu || exit 1",
+    "kvharness rnu || { echo no; exit 1; }",
+    "X=$(kvharness rnu)",
+    "for i in 1 2; do kvharness rnu; echo $i; done",
+    "cat > f.sh <<'EOF'\nif true; then a && b; fi\nEOF",
+    "echo 'a && b' \"c || true\" # && in a comment",
+    "kvharness rnu 2>&1 | tee log.txt",
+)
+# Fences that would silently not run.
+BAD_FENCES = (
+    ("```\nkvharness rnu\n```\n", "tag every fence"),
+    ("```ssh\nkvharness rnu\n```\n", "tag every fence"),
+    ("```sh-session\n$ kvharness rnu\n```\n", "tag every fence"),
+    ("```shell-session\n$ kvharness rnu\n```\n", "tag every fence"),
+    ("```bash\ntrue\n```\n", "tag every fence"),
+    ("> ```sh\n> kvharness rnu\n> ```\n", "inside a blockquote"),
+    ("<!-- doctest: skip -->\n```sh\ntrue\n```\n", "unknown doctest marker"),
+    ("<!-- doctest: output ( -->\n```sh\ntrue\n```\n", "bad regex"),
+    ("<!-- doctest: exit 1 -->\n\ntext\n", "not followed by a ```sh fence"),
+    ("<!-- doctest: exit 1 -->\n<!-- doctest: exit 2 -->\n```sh\ntrue\n```\n", "a second 'exit'"),
+    ("```sh\ntrue\n", "fence never closed"),
+)
 
 
 def self_test(args):
-    """The extractor on a fixture: a failing block must fail the test, naming its line."""
+    """The test on fixtures: each planted failure must fail it, naming its line."""
     work = os.path.abspath(args.work)
     if os.path.exists(work):
         shutil.rmtree(work)
@@ -501,10 +562,18 @@ def self_test(args):
     src = os.path.join(work, "src")
     os.makedirs(os.path.join(src, "docs"))
     os.makedirs(os.path.join(src, "cases"))
+    os.makedirs(os.path.join(src, "sub"))
     with open(os.path.join(src, "README.md"), "w") as f:
         f.write(FIXTURE)
+    with open(os.path.join(src, "sub", "README.md"), "w") as f:
+        f.write(SUB_FIXTURE)
+    git = ["git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
     fixture_lines = FIXTURE.split("\n")
     typo_line = fixture_lines.index("kvharness rnu") + 1
+    early_line = fixture_lines.index("false") + 1
+    mismatch_fence = fixture_lines.index('echo "80 cases: 64 PASS, 16 FAIL"')  # its fence, 1-based
     skip_line = fixture_lines.index("<!-- doctest: skip (needs a GPU) -->") + 2  # its fence
     me = os.path.abspath(__file__)
     base = [sys.executable, me, "--kvharness", args.kvharness, "--source", src]
@@ -513,28 +582,41 @@ def self_test(args):
     problems = []
     if p.returncode != 1:
         problems.append(f"exit {p.returncode}, want 1")
-    for want in (f"FAIL README.md:{typo_line}: `kvharness rnu`", "2 passed, 1 failed; 1 skipped",
-                 f"skipped README.md:{skip_line}: needs a GPU", "before the typo"):
+    for want in (f"FAIL README.md:{typo_line}: `kvharness rnu`", "3 passed, 4 failed; 1 skipped",
+                 f"skipped README.md:{skip_line}: needs a GPU", "before the typo",
+                 f"FAIL README.md:{early_line}: `false`: exit 1 before its last command",
+                 f"FAIL README.md:{mismatch_fence}: its output does not match the output marker /^80 cases: 80 PASS/",
+                 "FAIL sub/README.md:3: `kvharness sub-typo`"):
         if want not in out:
             problems.append(f"output lacks '{want}'")
     if "never reached" in out:
         problems.append("the block went on after its failing command")
-    # Marker errors stop the test before anything runs (exit 2).
-    for bad, want in (("<!-- doctest: skip -->\n```sh\ntrue\n```\n", "unknown doctest marker"),
-                      ("<!-- doctest: exit 1 -->\n\ntext\n", "not followed by a ```sh fence"),
-                      ("```bash\ntrue\n```\n", "write ```sh"),
-                      ("```sh\ntrue\n", "fence never closed")):
+    if "reached the end" in out:
+        problems.append("an exit-1 block went on after an earlier command failed")
+    print(out)
+    # Errors stop the test before anything runs (exit 2), naming FILE:LINE.
+    cases = [("```sh\n" + code + "\n```\n", want) for code, want in REFUSED] + list(BAD_FENCES)
+    for bad, want in cases:
         with open(os.path.join(src, "README.md"), "w") as f:
             f.write(bad)
-        q = subprocess.run(base + ["--work", os.path.join(work, "bad")], stdout=subprocess.PIPE,
+        q = subprocess.run(base + ["--work", os.path.join(work, "bad"), "README.md"], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)
-        if q.returncode != 2 or want not in q.stdout.decode():
-            problems.append(f"marker error '{want}': exit {q.returncode}, output {q.stdout.decode()!r}")
-    print(out)
+        qout = q.stdout.decode()
+        if q.returncode != 2 or want not in qout or "README.md:" not in qout:
+            problems.append(f"planted {bad!r}: want exit 2 and '{want}', got exit {q.returncode}, output {qout!r}")
+        else:
+            print(f"refused as it must: {bad.strip()!r}\n  {qout.splitlines()[0]}")
+    for code in ACCEPTED:
+        with open(os.path.join(src, "README.md"), "w") as f:
+            f.write("```sh\n" + code + "\n```\n")
+        q = subprocess.run(base + ["--lint", "README.md"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if q.returncode != 0:
+            problems.append(f"accepted construct {code!r} refused: {q.stdout.decode()!r}")
     if problems:
         print("doc_test self-test FAILED:\n  " + "\n  ".join(problems))
         return 1
-    print("doc_test self-test: the planted typo fails the test at its line; markers are checked")
+    print("doc_test self-test: every planted failure fails the test at its line; "
+          "hiding constructs, bad fences and markers are refused")
     return 0
 
 
