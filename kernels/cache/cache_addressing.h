@@ -11,12 +11,13 @@
 // x = 16 bytes / cache element (8 for fp16/bf16, 16 for fp8), a template
 // parameter wherever the layout splits a coordinate by x:
 //
-//   format         type                 K cache                                          V cache
-//   NHD ("flash")  NhdCacheAddr         [num_blocks, block_size, num_kv_heads, head_size]    as K
-//   HND            HndCacheAddr         [num_blocks, num_kv_heads, block_size, head_size]    as K
-//   pa_v1          PaV1CacheAddr<x>     [num_blocks, num_kv_heads, head_size/x, block_size, x]
-//                                                                         [num_blocks, num_kv_heads, head_size, block_size]
-//   shuffle        ShuffleCacheAddr<x>  as pa_v1                          [num_blocks, num_kv_heads, block_size/x, head_size, x]
+//   format         type                 caches
+//   NHD ("flash")  NhdCacheAddr         K, V [num_blocks, block_size, num_kv_heads, head_size]
+//   HND            HndCacheAddr         K, V [num_blocks, num_kv_heads, block_size, head_size]
+//   pa_v1          PaV1CacheAddr<x>     K    [num_blocks, num_kv_heads, head_size/x, block_size, x]
+//                                       V    [num_blocks, num_kv_heads, head_size, block_size]
+//   shuffle        ShuffleCacheAddr<x>  K    as pa_v1
+//                                       V    [num_blocks, num_kv_heads, block_size/x, head_size, x]
 //
 // NHD is vLLM's flash layout (reshape_and_cache_flash), HND FlashInfer's (vLLM
 // hands it to the flash writer as a permuted view), pa_v1 vLLM's
