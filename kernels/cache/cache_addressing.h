@@ -32,6 +32,10 @@
 //   token_offset(block, head, tok) the offset of the token's dim 0
 //   dim_offset(dim)               dim's offset from dim 0 of its token:
 //                                 (b, h, t, d) = token_offset(b, h, t) + dim_offset(d)
+//   slot_offset(block, tok),      the slot's offset (head 0, dim 0) and head's offset
+//   head_offset(head)             from it: token_offset(b, h, t) = slot_offset(b, t) +
+//                                 head_offset(h), so a writer, which moves every head
+//                                 of one slot, takes the slot's base once
 //   dim_stride()                  dim_offset(d + 1) - dim_offset(d) inside one
 //                                 x-vector (for every d where nothing is x-split)
 // dim_offset is linear within and across x-vectors, dim_offset(c*x + e) =
@@ -53,7 +57,9 @@ namespace kvh::kernels {
 struct UnsplitAddr {
   int64_t offset, block, head, token, dim;
 
-  KVH_HD int64_t token_offset(int64_t b, int64_t h, int64_t t) const { return offset + b * block + h * head + t * token; }
+  KVH_HD int64_t slot_offset(int64_t b, int64_t t) const { return offset + b * block + t * token; }
+  KVH_HD int64_t head_offset(int64_t h) const { return h * head; }
+  KVH_HD int64_t token_offset(int64_t b, int64_t h, int64_t t) const { return slot_offset(b, t) + head_offset(h); }
   KVH_HD int64_t dim_offset(int64_t d) const { return d * dim; }
   KVH_HD int64_t dim_stride() const { return dim; }
   KVH_HD int64_t operator()(int64_t b, int64_t h, int64_t t, int64_t d) const { return token_offset(b, h, t) + dim_offset(d); }
@@ -65,7 +71,9 @@ struct UnsplitAddr {
 template <int kX> struct XSplitKeyAddr {
   int64_t offset, block, head, chunk, token, elem;
 
-  KVH_HD int64_t token_offset(int64_t b, int64_t h, int64_t t) const { return offset + b * block + h * head + t * token; }
+  KVH_HD int64_t slot_offset(int64_t b, int64_t t) const { return offset + b * block + t * token; }
+  KVH_HD int64_t head_offset(int64_t h) const { return h * head; }
+  KVH_HD int64_t token_offset(int64_t b, int64_t h, int64_t t) const { return slot_offset(b, t) + head_offset(h); }
   KVH_HD int64_t dim_offset(int64_t d) const {
     return int64_t(uint64_t(d) / kX) * chunk + int64_t(uint64_t(d) % kX) * elem;
   }
@@ -79,10 +87,11 @@ template <int kX> struct XSplitKeyAddr {
 template <int kX> struct ShuffleValueAddr {
   int64_t offset, block, head, token_group, dim, token_elem;
 
-  KVH_HD int64_t token_offset(int64_t b, int64_t h, int64_t t) const {
-    return offset + b * block + h * head + int64_t(uint64_t(t) / kX) * token_group +
-           int64_t(uint64_t(t) % kX) * token_elem;
+  KVH_HD int64_t slot_offset(int64_t b, int64_t t) const {
+    return offset + b * block + int64_t(uint64_t(t) / kX) * token_group + int64_t(uint64_t(t) % kX) * token_elem;
   }
+  KVH_HD int64_t head_offset(int64_t h) const { return h * head; }
+  KVH_HD int64_t token_offset(int64_t b, int64_t h, int64_t t) const { return slot_offset(b, t) + head_offset(h); }
   KVH_HD int64_t dim_offset(int64_t d) const { return d * dim; }
   KVH_HD int64_t dim_stride() const { return dim; }
   KVH_HD int64_t operator()(int64_t b, int64_t h, int64_t t, int64_t d) const { return token_offset(b, h, t) + dim_offset(d); }

@@ -40,9 +40,9 @@ kvh_tensor tensor_of(const StridedView& v) {
 
 // Mismatches of one cache's addressing `a` (the view's data pointer at storage
 // element view.offset, as the harness hands it to kernels) against view.index_of
-// over blocks `blocks` and every head, token and dim; also that
-// dim_offset(c*x + e) = c * dim_offset(x) + e * dim_stride(), the walk the
-// readers take. Names the first few in `why`.
+// over blocks `blocks` and every head, token and dim; also that the partial
+// offsets add up to it and that dim_offset(c*x + e) = c * dim_offset(x) +
+// e * dim_stride(), the walk the readers take. Names the first few in `why`.
 template <class A>
 int64_t mismatches(const A& a, const StridedView& view, const CacheLayout& L, bool is_value,
                    const std::vector<int64_t>& blocks, int kX, std::string& why) {
@@ -61,7 +61,9 @@ int64_t mismatches(const A& a, const StridedView& view, const CacheLayout& L, bo
           const int64_t elem = view.offset + a(b, h, t, d);
           const auto got = view.index_of(elem);
           const auto want = tensor_index(L.format, is_value, g.x, b, h, t, d);
-          if (a.token_offset(b, h, t) + a.dim_offset(d) != a(b, h, t, d)) note("token_offset + dim_offset differs");
+          if (a.token_offset(b, h, t) + a.dim_offset(d) != a(b, h, t, d) ||
+              a.slot_offset(b, t) + a.head_offset(h) != a.token_offset(b, h, t))
+            note("token_offset + dim_offset or slot_offset + head_offset differs");
           if (!got || *got != want)
             note(std::string(is_value ? "V" : "K") + " (" + std::to_string(b) + "," + std::to_string(h) + "," +
                  std::to_string(t) + "," + std::to_string(d) + ") -> storage " + std::to_string(elem) + ", " +

@@ -39,12 +39,15 @@ __global__ void planted_cache_writer_kernel(const uint16_t* key, const uint16_t*
     const uint16_t k = key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
     const uint16_t v = value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
     const int64_t ko = cache.k(block, h, offset, d);
-    int64_t vo = cache.v(block, h, offset, d);
+    int64_t vo;
     if constexpr (kFormat == KVH_CACHE_SHUFFLE) {
-      if (bug == kVTokenSwapped) {  // the planted bug, by hand: (offset % x, offset / x)
-        const ShuffleValueAddr<8>& va = cache.v;
+      const ShuffleValueAddr<8>& va = cache.v;
+      if (bug == kVTokenSwapped)  // the planted bug, by hand: (offset % x, offset / x)
         vo = block * va.block + h * va.head + (offset % x) * va.token_group + d * va.dim + (offset / x) * va.token_elem;
-      }
+      else
+        vo = va(block, h, offset, d);
+    } else {
+      vo = cache.v(block, h, offset, d);
     }
     key_cache[ko] = k;
     value_cache[vo] = v;

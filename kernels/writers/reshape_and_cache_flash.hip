@@ -27,25 +27,29 @@ __global__ void reshape_and_cache_flash_kernel(const uint16_t* __restrict__ key,
   const int64_t slot = slot_mapping[token];
   if (slot < 0) return;  // padding token
   const int64_t block = slot / block_size, offset = slot % block_size;
+  // The slot's base in each cache, taken once: a thread's heads and dims add to it.
+  const int64_t kslot = cache.k.slot_offset(block, offset), vslot = cache.v.slot_offset(block, offset);
+  auto k_at = [&](int64_t h, int64_t d) { return kslot + cache.k.head_offset(h) + cache.k.dim_offset(d); };
+  auto v_at = [&](int64_t h, int64_t d) { return vslot + cache.v.head_offset(h) + cache.v.dim_offset(d); };
   if (chunked) {
     const int chunks = head_size / 8;
     for (int i = threadIdx.x; i < num_kv_heads * chunks; i += blockDim.x) {
       const int h = i / chunks, d = (i - h * chunks) * 8;
       const Chunk8 k = load_chunk(key + token * ks.s[0] + h * ks.s[1] + d * ks.s[2], ks.s[2], vec_in);
       const Chunk8 v = load_chunk(value + token * vs.s[0] + h * vs.s[1] + d * vs.s[2], vs.s[2], vec_in);
-      store_chunk_as<E>(key_cache + cache.k(block, h, offset, d), cache.k.dim_stride(), vec_out, k,
+      store_chunk_as<E>(key_cache + k_at(h, d), cache.k.dim_stride(), vec_out, k,
                         scale_at(sc.granularity, sc.k, 1.f, block, h, offset));
-      store_chunk_as<E>(value_cache + cache.v(block, h, offset, d), cache.v.dim_stride(), vec_out, v,
+      store_chunk_as<E>(value_cache + v_at(h, d), cache.v.dim_stride(), vec_out, v,
                         scale_at(sc.granularity, sc.v, 1.f, block, h, offset));
     }
     return;
   }
   for (int i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
     const int h = i / head_size, d = i - h * head_size;
-    key_cache[cache.k(block, h, offset, d)] =
+    key_cache[k_at(h, d)] =
         E::store(key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]], scale_at(sc.granularity, sc.k, 1.f, block, h, offset));
-    value_cache[cache.v(block, h, offset, d)] = E::store(value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]],
-                                                         scale_at(sc.granularity, sc.v, 1.f, block, h, offset));
+    value_cache[v_at(h, d)] = E::store(value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]],
+                                       scale_at(sc.granularity, sc.v, 1.f, block, h, offset));
   }
 }
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_copy16, reshape_and_cache_flash_kernel<Copy16>);
