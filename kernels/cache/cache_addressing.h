@@ -46,6 +46,8 @@
 #pragma once
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "kvh_runtime.h"
 #include "kvharness/provider.h"
 
@@ -144,6 +146,10 @@ template <int kX> struct ShuffleCacheAddr : KvCacheAddr<XSplitKeyAddr<kX>, Shuff
                                                              {v_offset, vs[0], vs[1], vs[2], vs[3], vs[4]}} {}
   ShuffleCacheAddr(const kvh_tensor& kc, const kvh_tensor& vc) : ShuffleCacheAddr(kc.stride, vc.stride) {}
 };
+
+static_assert(std::is_trivially_copyable_v<NhdCacheAddr> && std::is_trivially_copyable_v<HndCacheAddr> &&
+                  std::is_trivially_copyable_v<PaV1CacheAddr<8>> && std::is_trivially_copyable_v<ShuffleCacheAddr<16>>,
+              "kernel arguments by value");
 
 namespace detail {
 template <int kFormat, int kX> struct CacheAddrOf;

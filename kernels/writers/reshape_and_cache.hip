@@ -1,11 +1,12 @@
 // reshape_and_cache: writes K into the x-split cache
 // [num_blocks, num_kv_heads, head_size/x, block_size, x] and V into the pa_v1
 // cache [num_blocks, num_kv_heads, head_size, block_size] (vLLM / aiter
-// semantics, shuffle=0). x = 8 for the 16-bit caches, 16 for fp8 (quantized per writer_common.h QuantizeFp8). Cache
-// addresses come from the views' strides through PaV1CacheAddr
-// (cache/cache_addressing.h); slots are int64; negative slots are skipped. K moves one
-// x-vector a thread (16-byte load and store where the views allow); V, whose
-// elements are block_size apart in this layout, one element a thread.
+// semantics, shuffle=0). x = 8 for the 16-bit caches, 16 for fp8 (quantized per
+// writer_common.h QuantizeFp8). Cache addresses come from the views' strides
+// through PaV1CacheAddr (cache/cache_addressing.h); slots are int64; negative
+// slots are skipped. K moves one x-vector a thread (16-byte load and store
+// where the views allow); V, whose elements are block_size apart in this
+// layout, one element a thread.
 #include "writers/writer_common.h"
 
 namespace kvh::kernels {

@@ -1,10 +1,11 @@
 // reshape_and_cache_shuffle: the shuffle=1 writer of the ROCm / ASM paged
 // attention paths. K goes to [num_blocks, num_kv_heads, head_size/x, block_size, x],
 // V to [num_blocks, num_kv_heads, block_size/x, head_size, x] (aiter layout),
-// x = 8 for the 16-bit caches, 16 for fp8 (quantized per writer_common.h QuantizeFp8). Every offset, the block base included, comes
-// from the views' strides (ShuffleCacheAddr, cache/cache_addressing.h): this is the fix of the hybrid-model bug (vLLM PR
-// discussion in shared/), where the block base was computed as if the cache
-// were contiguous. K moves one x-vector a thread (16-byte accesses where the
+// x = 8 for the 16-bit caches, 16 for fp8 (quantized per writer_common.h QuantizeFp8).
+// Every offset, the block base included, comes from the views' strides
+// (ShuffleCacheAddr, cache/cache_addressing.h): this is the fix of the
+// hybrid-model bug (vLLM PR discussion in shared/), where the block base was
+// computed as if the cache were contiguous. K moves one x-vector a thread (16-byte accesses where the
 // views allow); V, whose elements are x apart in this layout, one element a thread.
 #include "writers/writer_common.h"
 
