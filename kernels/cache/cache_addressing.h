@@ -69,7 +69,8 @@ struct UnsplitAddr {
 
 /// The x-split key cache of pa_v1 and shuffle (vLLM / aiter),
 /// [num_blocks, num_kv_heads, head_size/x, block_size, x]: dim d sits in
-/// x-vector d / x (stride `chunk`), element d % x (stride `elem`).
+/// x-vector d / x (stride `chunk`), element d % x (stride `elem`). Strides
+/// and offset in elements.
 template <int kX> struct XSplitKeyAddr {
   int64_t offset, block, head, chunk, token, elem;
 
@@ -85,7 +86,8 @@ template <int kX> struct XSplitKeyAddr {
 
 /// The shuffle value cache (aiter, shuffle=1), [num_blocks, num_kv_heads,
 /// block_size/x, head_size, x]: token t sits in token group t / x (stride
-/// `token_group`), element t % x (stride `token_elem`); dims have one stride.
+/// `token_group`), element t % x (stride `token_elem`); dims have one
+/// stride. Strides and offset in elements.
 template <int kX> struct ShuffleValueAddr {
   int64_t offset, block, head, token_group, dim, token_elem;
 
