@@ -1,12 +1,15 @@
 // Decode-attention readers: the argument check every launcher runs, and the
 // by-value view of the paged caches that kernels index through. Shapes are in
-// elements, outermost first, as in kvharness/provider.h; every address comes
-// from a view's strides (64-bit) and data pointer, so blocks-first
-// interleaved, padded and offset caches need no special case.
+// elements, outermost first, as in kvharness/provider.h; every cache address
+// comes from a view's strides (64-bit) and data pointer through the format's
+// addressing type (cache/cache_addressing.h: CacheAddr<format, x>, built in the
+// kernel from k_s and v_s), so blocks-first interleaved, padded and offset
+// caches need no special case.
 #pragma once
 #include <math.h>
 #include <stdint.h>
 
+#include "cache/cache_addressing.h"
 #include "cache/cache_fp8.h"
 #include "kvh_runtime.h"
 #include "kvharness/provider.h"
@@ -17,71 +20,6 @@ namespace kvh::kernels {
 constexpr int64_t kMaxHeadSize = 256;
 /// x of the 16-bit caches: 16 bytes / sizeof(element).
 constexpr int64_t kX16 = 8;
-
-/// Where the values of one token live, one specialisation per cache format
-/// (the template parameter of the reader kernel): token_offset(...) is the
-/// offset of (block, kv_head, token-in-block, dim 0) and dim d sits at
-/// token_offset + d * dim_stride(s). Strides `s` are the view's, so any
-/// block, head or token stride works (padded, interleaved, head-interleaved
-/// and degenerate views alike).
-///   KVH_CACHE_PA_V1   [num_blocks, num_kv_heads, head_size, block_size]
-///   KVH_CACHE_SHUFFLE [num_blocks, num_kv_heads, block_size/x, head_size, x]
-///   KVH_CACHE_NHD     [num_blocks, block_size, num_kv_heads, head_size]
-///   KVH_CACHE_HND     [num_blocks, num_kv_heads, block_size, head_size]
-template <int kFormat> struct VLayout;
-template <> struct VLayout<KVH_CACHE_PA_V1> {
-  static KVH_HD int64_t token_offset(const int64_t* s, int64_t, int64_t block, int64_t kv_head, int64_t tok) {
-    return block * s[0] + kv_head * s[1] + tok * s[3];
-  }
-  static KVH_HD int64_t dim_stride(const int64_t* s) { return s[2]; }
-};
-template <> struct VLayout<KVH_CACHE_SHUFFLE> {
-  static KVH_HD int64_t token_offset(const int64_t* s, int64_t x, int64_t block, int64_t kv_head, int64_t tok) {
-    return block * s[0] + kv_head * s[1] + (tok / x) * s[2] + (tok % x) * s[4];
-  }
-  static KVH_HD int64_t dim_stride(const int64_t* s) { return s[3]; }
-};
-template <> struct VLayout<KVH_CACHE_NHD> {
-  static KVH_HD int64_t token_offset(const int64_t* s, int64_t, int64_t block, int64_t kv_head, int64_t tok) {
-    return block * s[0] + tok * s[1] + kv_head * s[2];
-  }
-  static KVH_HD int64_t dim_stride(const int64_t* s) { return s[3]; }
-};
-template <> struct VLayout<KVH_CACHE_HND> {
-  static KVH_HD int64_t token_offset(const int64_t* s, int64_t, int64_t block, int64_t kv_head, int64_t tok) {
-    return block * s[0] + kv_head * s[1] + tok * s[2];
-  }
-  static KVH_HD int64_t dim_stride(const int64_t* s) { return s[3]; }
-};
-
-/// Where the keys of one token live. token_offset(...) is the offset of
-/// (block, kv_head, token-in-block, dim 0); dim d = c*x + e sits at
-/// token_offset + c * chunk_stride(s, x) + e * elem_stride(s).
-///   PA_V1, SHUFFLE: x-split [num_blocks, num_kv_heads, head_size/x, block_size, x]
-///   NHD, HND: as their V (VLayout), chunk_stride = x * the dim stride.
-template <int kFormat> struct KLayout {
-  static KVH_HD int64_t token_offset(const int64_t* s, int64_t block, int64_t kv_head, int64_t tok) {
-    return VLayout<kFormat>::token_offset(s, 1, block, kv_head, tok);
-  }
-  static KVH_HD int64_t chunk_stride(const int64_t* s, int64_t x) { return x * s[3]; }
-  static KVH_HD int64_t elem_stride(const int64_t* s) { return s[3]; }
-};
-struct XSplitKLayout {
-  static KVH_HD int64_t token_offset(const int64_t* s, int64_t block, int64_t kv_head, int64_t tok) {
-    return block * s[0] + kv_head * s[1] + tok * s[3];
-  }
-  static KVH_HD int64_t chunk_stride(const int64_t* s, int64_t) { return s[2]; }
-  static KVH_HD int64_t elem_stride(const int64_t* s) { return s[4]; }
-};
-template <> struct KLayout<KVH_CACHE_PA_V1> : XSplitKLayout {};
-template <> struct KLayout<KVH_CACHE_SHUFFLE> : XSplitKLayout {};
-
-/// Offset of (block, kv_head, token-in-block, dim 0) of the x-split key cache
-/// [num_blocks, num_kv_heads, head_size/x, block_size, x]; dim d = c*x + j sits
-/// at k_token_offset + c * s[2] + j * s[4].
-KVH_HD inline int64_t k_token_offset(const int64_t* s, int64_t block, int64_t kv_head, int64_t tok) {
-  return XSplitKLayout::token_offset(s, block, kv_head, tok);
-}
 
 /// The tensor dim that holds the kv heads of a cache in `format` (2 for NHD, else 1).
 KVH_HD inline int kv_head_dim(int format) { return format == KVH_CACHE_NHD ? 2 : 1; }
@@ -147,11 +85,11 @@ inline hipError_t check_score_modifiers(const kvh_attention_args& a) {
 struct AttentionParams {
   void* out;                   // [num_seqs, num_heads, head_size]
   const void* query;           // [num_seqs, num_heads, head_size]
-  const void* key_cache;       // see KLayout
-  const void* value_cache;     // see VLayout
+  const void* key_cache;       // addressed by CacheAddr<format, x>(k_s, v_s).k
+  const void* value_cache;     // addressed by CacheAddr<format, x>(k_s, v_s).v
   const int32_t* block_tables; // [num_seqs, max_blocks_per_seq]
   const int32_t* context_lens; // [num_seqs]
-  int64_t out_s[3], q_s[3], k_s[5], v_s[5], bt_s[2], cl_s;  // strides, elements
+  int64_t out_s[3], q_s[3], k_s[5], v_s[5], bt_s[2], cl_s;  // the views' strides, elements (k_s, v_s: the caches')
   int64_t block_size;
   int64_t cache_block_size;    // the cache manager's block (tokens); block_size when not set
   int32_t num_heads, num_kv_heads, head_size, max_context_len;
@@ -163,6 +101,12 @@ struct AttentionParams {
   float k_scale, v_scale;
   ScoreModifiers mods;
 };
+
+/// The addressing of a's caches in format kFormat with x = kX (cache/cache_addressing.h),
+/// from the strides in k_s and v_s: what every reader kernel indexes K and V through.
+template <int kFormat, int kX> KVH_HD CacheAddr<kFormat, kX> cache_addr_of(const AttentionParams& a) {
+  return CacheAddr<kFormat, kX>(a.k_s, a.v_s);
+}
 
 /// Dequant scale of K (is_value false) or V at (physical block, kv head, token-in-block).
 KVH_HD inline float kv_scale_of(const AttentionParams& a, bool is_value, int64_t block, int64_t kv_head, int64_t tok) {

@@ -69,19 +69,20 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
   const E* kc = static_cast<const E*>(a.key_cache);
   const E* vc = static_cast<const E*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
-  using V = VLayout<KVH_CACHE_SHUFFLE>;
+  const ShuffleCacheAddr<x> cache = cache_addr_of<KVH_CACHE_SHUFFLE, x>(a);
+  const int64_t k_chunk = cache.k.dim_offset(x), k_elem = cache.k.dim_stride();  // dim c*x + e: c * k_chunk + e * k_elem
   const int L = floor_pow2(kHead / nh < warpSize ? kHead / nh : warpSize);  // lanes per head
   float acc[kGroupHeads] = {};
   for (int c0 = a.mods.first_token(ctx); c0 < ctx; c0 += kHead) {
     const int n = ctx - c0 < kHead ? ctx - c0 : kHead;
     if (tid < n) {
       const int64_t t = c0 + tid, blk = bt[(t / a.block_size) * a.bt_s[1]];
-      const E* k = kc + k_token_offset(a.k_s, blk, kv, t % a.block_size);
+      const E* k = kc + cache.k.token_offset(blk, kv, t % a.block_size);
       const float ksc = kv_scale_of(a, false, blk, kv, t % a.block_size);
       float dot[kGroupHeads] = {};
       for (int c = 0; c < kHead / x; ++c)
         for (int e = 0; e < x; ++e) {
-          const float kval = C::load(k, c * a.k_s[2] + e * a.k_s[4]) * ksc;
+          const float kval = C::load(k, c * k_chunk + e * k_elem) * ksc;
           for (int j = 0; j < kGroupHeads; ++j)
             if (j < nh) dot[j] += q_s[j][c * x + e] * kval;
         }
@@ -111,8 +112,8 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
       if (j < nh && Variant::kRescaleAcc) acc[j] *= rescale[j];
     for (int i = 0; i < n; ++i) {
       const int64_t t = c0 + i, blk = bt[(t / a.block_size) * a.bt_s[1]];
-      const E* v = vc + V::token_offset(a.v_s, x, blk, kv, t % a.block_size);
-      const float vval = C::load(v, tid * V::dim_stride(a.v_s)) * kv_scale_of(a, true, blk, kv, t % a.block_size);
+      const E* v = vc + cache.v.token_offset(blk, kv, t % a.block_size);
+      const float vval = C::load(v, cache.v.dim_offset(tid)) * kv_scale_of(a, true, blk, kv, t % a.block_size);
       for (int j = 0; j < kGroupHeads; ++j)
         if (j < nh) acc[j] += w_s[j][i] * vval;
     }

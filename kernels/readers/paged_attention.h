@@ -1,7 +1,7 @@
 // Paged decode attention with split-K partitions: one query token per
 // sequence; one source, templated on the cache format and the element type:
 // pa_v1 and shuffle (x-split K), NHD and HND (K and V alike). The format only
-// chooses the addressing (attention_args.h KLayout/VLayout). Included by
+// chooses the addressing (cache/cache_addressing.h CacheAddr). Included by
 // paged_attention.hip (the readers) and testing/planted_readers.hip (known-bad
 // variants built from the same code through the Variant policy).
 //
@@ -176,13 +176,13 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   // Cache elements through the policy C (cache_fp8.h): 16-bit as they are, fp8 decoded, times the scale.
   using E = typename C::Storage;
   constexpr int x = C::kX;  // 16 bytes / cache element = key_cache.shape[4] of an x-split K, checked
-  using KL = KLayout<kFormat>;
-  using VL = VLayout<kFormat>;
+  const CacheAddr<kFormat, x> cache = cache_addr_of<kFormat, x>(a);
   const E* kc = static_cast<const E*>(a.key_cache);
   const E* vc = static_cast<const E*>(a.value_cache);
   const int32_t* bt = a.block_tables + s * a.bt_s[0];
   const int64_t page = a.block_size;
-  const int64_t k_chunk = KL::chunk_stride(a.k_s, x), k_elem = KL::elem_stride(a.k_s);
+  // Dim c*x + e of a token's key sits at c * k_chunk + e * k_elem from its dim 0 (any format).
+  const int64_t k_chunk = cache.k.dim_offset(x), k_elem = cache.k.dim_stride();
   for (int i = tid; i < n; i += nt) {
     const int64_t t = t0 + i;
     if (t < first) {  // masked by the sliding window: no load
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
       continue;
     }
     const int64_t pi = Variant::page_index(a, t), blk = bt[pi * a.bt_s[1]];
-    const E* k = kc + KL::token_offset(a.k_s, blk, kv, t % page);
+    const E* k = kc + cache.k.token_offset(blk, kv, t % page);
     const float ksc = Variant::kv_scale(a, false, blk, pi, kv, t % page);
     float dot[kMaxGroupHeads] = {};
     for (int c = 0; c < hs / x; ++c)
@@ -237,11 +237,11 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   const int lanes = nt < hs ? nt : hs, groups = nt / lanes, g = tid / lanes, lane = tid % lanes;
   if (g < groups) {
     float acc[kMaxGroupHeads][kPaMaxDimsPerThread] = {};
-    const int64_t dim_stride = VL::dim_stride(a.v_s);
+    const int64_t dim_stride = cache.v.dim_stride();
     const int i0 = first > t0 ? first - t0 : 0;  // masked tokens weigh 0: skip their V
     for (int i = i0 + g; i < n; i += groups) {
       const int64_t t = t0 + i, pi = Variant::page_index(a, t), blk = bt[pi * a.bt_s[1]];
-      const E* v = vc + VL::token_offset(a.v_s, x, blk, kv, t % page);
+      const E* v = vc + cache.v.token_offset(blk, kv, t % page);
       const float vsc = Variant::kv_scale(a, true, blk, pi, kv, t % page);
       for (int k = 0; k < kPaMaxDimsPerThread; ++k) {
         const int d = lane + k * lanes;

@@ -11,7 +11,9 @@
 //   planted_shuffle_v_token_swapped   (reshape_and_cache_shuffle) V's token index
 //                                     split as (offset % x, offset / x) instead of
 //                                     (offset / x, offset % x)
-// x = 8: 16-bit elements only (check_write_args rejects the rest).
+// x = 8: 16-bit elements only (check_write_args rejects the rest). The right
+// addresses come from cache/cache_addressing.h (CacheAddr); the swapped V
+// split is written out by hand over the same strides.
 #include "registry/kernel_desc.h"
 #include "writers/writer_common.h"
 
@@ -23,7 +25,7 @@ enum PlantedBug : int { kFirstHeadOnly = 1, kBlockMaskPow2 = 2, kVTokenSwapped =
 template <int kFormat>
 __global__ void planted_cache_writer_kernel(const uint16_t* key, const uint16_t* value, uint16_t* key_cache,
                                             uint16_t* value_cache, const int64_t* slot_mapping, Strides5 ks,
-                                            Strides5 vs, Strides5 kcs, Strides5 vcs, int64_t block_size,
+                                            Strides5 vs, CacheAddr<kFormat, 8> cache, int64_t block_size,
                                             int64_t num_kv_heads, int64_t head_size, int bug) {
   constexpr int64_t x = 8;
   const int64_t token = blockIdx.x;
@@ -36,18 +38,16 @@ __global__ void planted_cache_writer_kernel(const uint16_t* key, const uint16_t*
     const int64_t h = i / head_size, d = i % head_size;
     const uint16_t k = key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
     const uint16_t v = value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
-    int64_t ko, vo;
-    if (kFormat == KVH_CACHE_NHD) {
-      ko = block * kcs.s[0] + offset * kcs.s[1] + h * kcs.s[2] + d * kcs.s[3];
-      vo = block * vcs.s[0] + offset * vcs.s[1] + h * vcs.s[2] + d * vcs.s[3];
-    } else {
-      ko = block * kcs.s[0] + h * kcs.s[1] + (d / x) * kcs.s[2] + offset * kcs.s[3] + (d % x) * kcs.s[4];
-      if (kFormat == KVH_CACHE_PA_V1)
-        vo = block * vcs.s[0] + h * vcs.s[1] + d * vcs.s[2] + offset * vcs.s[3];
-      else if (bug == kVTokenSwapped)
-        vo = block * vcs.s[0] + h * vcs.s[1] + (offset % x) * vcs.s[2] + d * vcs.s[3] + (offset / x) * vcs.s[4];
+    const int64_t ko = cache.k(block, h, offset, d);
+    int64_t vo;
+    if constexpr (kFormat == KVH_CACHE_SHUFFLE) {
+      const ShuffleValueAddr<8>& va = cache.v;
+      if (bug == kVTokenSwapped)  // the planted bug, by hand: (offset % x, offset / x)
+        vo = block * va.block + h * va.head + (offset % x) * va.token_group + d * va.dim + (offset / x) * va.token_elem;
       else
-        vo = block * vcs.s[0] + h * vcs.s[1] + (offset / x) * vcs.s[2] + d * vcs.s[3] + (offset % x) * vcs.s[4];
+        vo = va(block, h, offset, d);
+    } else {
+      vo = cache.v(block, h, offset, d);
     }
     key_cache[ko] = k;
     value_cache[vo] = v;
@@ -63,7 +63,7 @@ int launch(const kvh_write_args* a, void* stream) {
                      dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
                      (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (uint16_t*)a->key_cache.data,
                      (uint16_t*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
-                     strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
+                     strides_of(a->value), CacheAddr<kFormat, 8>(a->key_cache, a->value_cache), a->block_size,
                      a->key.shape[1], a->key.shape[2], kBug);
   return hipGetLastError();
 }

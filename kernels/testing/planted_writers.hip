@@ -20,7 +20,7 @@ enum PlantedWriterBug : int {
 
 __global__ void planted_writer_kernel(const uint16_t* key, const uint16_t* value, uint16_t* key_cache,
                                       uint16_t* value_cache, const int64_t* slot_mapping, Strides5 ks, Strides5 vs,
-                                      Strides5 kcs, Strides5 vcs, int64_t block_size, int64_t num_kv_heads,
+                                      NhdCacheAddr cache, int64_t block_size, int64_t num_kv_heads,
                                       int64_t head_size, int bug) {
   const int64_t token = blockIdx.x;
   if (bug == kSkipsLastToken && token == int64_t(gridDim.x) - 1) return;
@@ -31,8 +31,7 @@ __global__ void planted_writer_kernel(const uint16_t* key, const uint16_t* value
   uint16_t* vc = bug == kSwapsKV ? key_cache : value_cache;
   for (int64_t i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
     const int64_t h = i / head_size, d = i % head_size;
-    const int64_t ko = block * kcs.s[0] + offset * kcs.s[1] + h * kcs.s[2] + d * kcs.s[3];
-    const int64_t vo = block * vcs.s[0] + offset * vcs.s[1] + h * vcs.s[2] + d * vcs.s[3];
+    const int64_t ko = cache.k(block, h, offset, d), vo = cache.v(block, h, offset, d);
     kc[ko] = key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
     vc[vo] = value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
     if (bug == kWritesOnePast && i == num_kv_heads * head_size - 1) vc[vo + 1] = vc[vo];
@@ -48,7 +47,7 @@ int launch_planted(const kvh_write_args* a, void* stream, int bug) {
                      dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
                      (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (uint16_t*)a->key_cache.data,
                      (uint16_t*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
-                     strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
+                     strides_of(a->value), NhdCacheAddr(a->key_cache, a->value_cache), a->block_size,
                      a->key.shape[1], a->key.shape[2], bug);
   return hipGetLastError();
 }
@@ -62,7 +61,7 @@ enum PlantedFp8Bug : int {
 
 __global__ void planted_fp8_writer_kernel(const uint16_t* key, const uint16_t* value, uint8_t* key_cache,
                                           uint8_t* value_cache, const int64_t* slot_mapping, Strides5 ks, Strides5 vs,
-                                          Strides5 kcs, Strides5 vcs, int64_t block_size, int64_t num_kv_heads,
+                                          NhdCacheAddr cache, int64_t block_size, int64_t num_kv_heads,
                                           int64_t head_size, KvScales sc, bool fnuz, int bug) {
   const int64_t token = blockIdx.x;
   const int64_t slot = slot_mapping[token];
@@ -81,9 +80,9 @@ __global__ void planted_fp8_writer_kernel(const uint16_t* key, const uint16_t* v
       uint8_t code = float_to_fp8(q, fnuz);
       if (bug == kFp8Truncates && (code & 0x7F) != 0 && fabsf(fp8_to_float(code, fnuz)) > fabsf(q)) --code;
       if (m)
-        value_cache[block * vcs.s[0] + offset * vcs.s[1] + h * vcs.s[2] + d * vcs.s[3]] = code;
+        value_cache[cache.v(block, h, offset, d)] = code;
       else
-        key_cache[block * kcs.s[0] + offset * kcs.s[1] + h * kcs.s[2] + d * kcs.s[3]] = code;
+        key_cache[cache.k(block, h, offset, d)] = code;
     }
   }
 }
@@ -98,7 +97,7 @@ int launch_planted_fp8(const kvh_write_args* a, void* stream, int bug) {
                      dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
                      (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (uint8_t*)a->key_cache.data,
                      (uint8_t*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
-                     strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
+                     strides_of(a->value), NhdCacheAddr(a->key_cache, a->value_cache), a->block_size,
                      a->key.shape[1], a->key.shape[2], kv_scales_of(*a), a->key_cache.dtype == KVH_DT_FP8_E4M3FNUZ, bug);
   return hipGetLastError();
 }

@@ -1,10 +1,12 @@
 // reshape_and_cache: writes K into the x-split cache
 // [num_blocks, num_kv_heads, head_size/x, block_size, x] and V into the pa_v1
 // cache [num_blocks, num_kv_heads, head_size, block_size] (vLLM / aiter
-// semantics, shuffle=0). x = 8 for the 16-bit caches, 16 for fp8 (quantized per writer_common.h QuantizeFp8). Addresses come from the
-// views' strides; slots are int64; negative slots are skipped. K moves one
-// x-vector a thread (16-byte load and store where the views allow); V, whose
-// elements are block_size apart in this layout, one element a thread.
+// semantics, shuffle=0). x = 8 for the 16-bit caches, 16 for fp8 (quantized per
+// writer_common.h QuantizeFp8). Cache addresses come from the views' strides
+// through PaV1CacheAddr (cache/cache_addressing.h); slots are int64; negative
+// slots are skipped. K moves one x-vector a thread (16-byte load and store
+// where the views allow); V, whose elements are block_size apart in this
+// layout, one element a thread.
 #include "writers/writer_common.h"
 
 namespace kvh::kernels {
@@ -14,28 +16,25 @@ template <class E>
 __global__ void reshape_and_cache_kernel(const uint16_t* __restrict__ key, const uint16_t* __restrict__ value,
                                          typename E::Out* __restrict__ key_cache, typename E::Out* __restrict__ value_cache,
                                          const int64_t* __restrict__ slot_mapping, Strides5 ks, Strides5 vs,
-                                         Strides5 kcs, Strides5 vcs, int64_t block_size, int num_kv_heads,
+                                         PaV1CacheAddr<E::kX> cache, int64_t block_size, int num_kv_heads,
                                          int head_size, bool vec_in, bool vec_k, KvScales sc) {
   const int64_t token = blockIdx.x;
   const int64_t slot = slot_mapping[token];
   if (slot < 0) return;  // padding token
   const int64_t block = slot / block_size, offset = slot % block_size;
-  constexpr int x = E::kX;  // 8 for 16-bit caches, 16 for fp8
   const int chunks = head_size / 8;  // runs of 8 dims (one x-vector, or half of one for fp8)
   for (int i = threadIdx.x; i < num_kv_heads * chunks; i += blockDim.x) {
     const int h = i / chunks, c = i - h * chunks;
     const Chunk8 k = load_chunk(key + token * ks.s[0] + h * ks.s[1] + int64_t(c) * 8 * ks.s[2], ks.s[2], vec_in);
-    const int d = c * 8;
-    store_chunk_as<E>(key_cache + block * kcs.s[0] + h * kcs.s[1] + (d / x) * kcs.s[2] + offset * kcs.s[3] +
-                          (d % x) * kcs.s[4],
-                      kcs.s[4], vec_k, k, scale_at(sc.granularity, sc.k, 1.f, block, h, offset));
+    store_chunk_as<E>(key_cache + cache.k(block, h, offset, c * 8), cache.k.dim_stride(), vec_k, k,
+                      scale_at(sc.granularity, sc.k, 1.f, block, h, offset));
   }
   // V's elements of one token are not adjacent in this layout: one element a
   // thread, so that a wavefront's stores at least cover neighbouring dims.
   for (int i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
     const int h = i / head_size, d = i - h * head_size;
     const float vsc = scale_at(sc.granularity, sc.v, 1.f, block, h, offset);
-    value_cache[block * vcs.s[0] + h * vcs.s[1] + d * vcs.s[2] + offset * vcs.s[3]] = E::store(value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]], vsc);
+    value_cache[cache.v(block, h, offset, d)] = E::store(value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]], vsc);
   }
 }
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_copy16, reshape_and_cache_kernel<Copy16>);
@@ -59,7 +58,7 @@ extern "C" int kvh_reshape_and_cache(const kvh_write_args* a, void* stream) {
                        dim3(writer_block_threads(a->key.shape[1], a->key.shape[2])), 0, (hipStream_t)stream,
                        (const uint16_t*)a->key.data, (const uint16_t*)a->value.data, (typename E::Out*)a->key_cache.data,
                        (typename E::Out*)a->value_cache.data, (const int64_t*)a->slot_mapping.data, strides_of(a->key),
-                       strides_of(a->value), strides_of(a->key_cache), strides_of(a->value_cache), a->block_size,
+                       strides_of(a->value), PaV1CacheAddr<E::kX>(a->key_cache, a->value_cache), a->block_size,
                        int(a->key.shape[1]), int(a->key.shape[2]), vec_in,
                        !E::kQuantized && chunks_contiguous(a->key_cache, 4), kv_scales_of(*a));
     return int(hipGetLastError());

@@ -1,13 +1,16 @@
 // Small helpers shared by the cache-writer kernels: the argument check every
-// launcher runs and the launch geometry. Index math stays in each kernel.
+// launcher runs and the launch geometry. Cache addresses come from
+// cache/cache_addressing.h (one type per format); the key/value inputs
+// [num_tokens, num_kv_heads, head_size] are indexed through Strides5.
 #pragma once
+#include "cache/cache_addressing.h"
 #include "cache/cache_fp8.h"
 #include "kvh_runtime.h"
 #include "kvharness/provider.h"
 
 namespace kvh::kernels {
 
-/// Strides of one view, passed by value into a kernel (elements, 64-bit).
+/// Strides of one view (the key/value inputs), passed by value into a kernel (elements, 64-bit).
 struct Strides5 {
   int64_t s[5];
 };
