@@ -761,7 +761,8 @@ ModelPreset model_of(const Ctx& c, const toml::table& t, const std::map<std::str
   if (!m.num_heads || !m.num_kv_heads || !m.head_size)
     c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
   if (m.num_heads % m.num_kv_heads != 0)
-    c.fail(t, "num_kv_heads", fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
+    c.fail(node_of(c, t, "num_kv_heads"), "num_kv_heads",
+           fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
   if (const toml::node* hy = c.get(t, "hybrid")) {
     if (!hy->is_boolean()) c.fail(*hy, "hybrid", "expected true or false, got " + type_name(*hy));
     m.hybrid = *hy->value<bool>();
