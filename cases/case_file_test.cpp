@@ -183,6 +183,9 @@ TEST(CaseFile, BadExpectedFailuresAreErrors) {
   const std::string head = "[[expected_failure]]\n";
   expect_error(head + "why = \"x\"\n", "bad.toml:1: field 'filter': a declaration needs a 'filter' or 'ids'");
   expect_error(head + "filter = \"layout=nope\"\nwhy = \"x\"\n", "bad.toml:2: field 'filter':");
+  // A value not of its key's type is a bad filter here too, not a declaration that covers no case.
+  expect_error(head + "why = \"x\"\nfilter = \"tp=abc\"\n",
+               "bad.toml:3: field 'filter': filter term 'tp=abc': tp takes an integer in 1..1024");
   expect_error(head + "filter = \"kind=write\"\ncomponent = \"harness\"\nwhy = \"x\"\n",
                "field 'component': unknown component 'harness'");
   expect_error(head + "filter = \"kind=write\"\nreasons = [\"wrong\"]\nwhy = \"x\"\n",
