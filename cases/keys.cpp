@@ -9,6 +9,7 @@
 #include "case.h"
 #include "expectation.h"
 #include "layout.h"
+#include "route_boundaries.h"
 
 namespace kvh {
 
@@ -191,8 +192,9 @@ std::vector<CaseKey> decode_keys() {
           .filter("reader").means("readers under test, a row each"),
       Row("routers", kDecode, KeyType::Strings).dflt("none").note("router policies (`kvharness info`)")
           .filter("router_policy").means("router policies under test, a row each: the policy picks the reader"),
-      Row("target", kDecode, KeyType::String).dflt("the device's").note("a target (`kvharness info`) or `cus=N`")
-          .filter("target").means("the compute units the router sees"),
+      Row("target", kDecode, KeyType::String).dflt("the device's").values(named_targets()).numbered("cus=N")
+          .range(1, 65536).note("`cus=N`: N compute units").filter("target")
+          .means("the compute units the router sees (checked in every table; used by router rows only)"),
       Row("high_precision", kDecode, KeyType::Integer).dflt("1").range(0, 2)
           .means("the router's high-precision mode"),
       Row("values", kDecode, KeyType::Strings).dflt("[\"normal\"]").values({"normal", "sink", "large"})
