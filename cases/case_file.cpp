@@ -603,7 +603,8 @@ std::string target_of(const Ctx& c, const toml::table& t) {
   const bool numbered = target.rfind(k.numbered.substr(0, k.numbered.size() - 1), 0) == 0;  // "cus=..."
   c.fail(node_of(c, t, "target"), "target",
          numbered ? fmt::format("expected {}, got '{}'", cus, target)
-                  : fmt::format("unknown target '{}'; expected one of {}, or {}", target, fmt::join(k.values, ", "), cus));
+                  : fmt::format("unknown target '{}'; expected one of {}, or {}", target, fmt::join(k.values, ", "),
+                                cus));
 }
 
 void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,

@@ -74,12 +74,22 @@ std::optional<double> parse_number(const std::string& s) {
 // num_blocks+K (K in 0..16)".
 std::string expected_of(const FilterKeySpec& spec) {
   const std::string range = spec.range.set() ? fmt::format("{}..{}", spec.range.lo, spec.range.hi) : "";
-  if (spec.type != FilterType::Text) return fmt::format("{}{}", to_string(spec.type), range.empty() ? "" : " in " + range);
+  if (spec.type != FilterType::Text)
+    return fmt::format("{}{}", to_string(spec.type), range.empty() ? "" : " in " + range);
   std::vector<std::string> known = spec.values;
   if (!spec.numbered.empty())
     known.push_back(fmt::format("{}{}{}", known.empty() ? "" : "or ", spec.numbered,
                                 range.empty() ? "" : fmt::format(" ({} in {})", spec.numbered.back(), range)));
   return fmt::format("{}", fmt::join(known, ", "));
+}
+
+// Value `text` of `term` is not of its key's type: "tp takes an integer in 1..1024",
+// "unknown layout 'x'; known: ...".
+FilterError not_of_type(const std::string& term, const std::string& key, const FilterKeySpec& spec,
+                        const std::string& text) {
+  if (spec.type == FilterType::Text)
+    return FilterError(fmt::format("filter term '{}': unknown {} '{}'; known: {}", term, key, text, expected_of(spec)));
+  return FilterError(fmt::format("filter term '{}': {} takes {}; '{}' is not one", term, key, expected_of(spec), text));
 }
 
 }  // namespace
@@ -125,15 +135,15 @@ Filter::Filter(const std::string& expr) {
         // the cases the key does not apply to
       } else if (spec.type == FilterType::Integer) {
         const auto v = parse_integer(text);
-        if (!v) throw FilterError(fmt::format("filter term '{}': {} takes {}; '{}' is not one", term, key, expected_of(spec), text));
+        if (!v) throw not_of_type(term, key, spec, text);
         a.kind = K::Integer, a.integer = *v;
       } else if (spec.type == FilterType::Number) {
         const auto v = parse_number(text);
-        if (!v) throw FilterError(fmt::format("filter term '{}': {} takes {}; '{}' is not one", term, key, expected_of(spec), text));
+        if (!v) throw not_of_type(term, key, spec, text);
         a.kind = K::Number, a.number = *v;
       } else if (closed && std::find(spec.values.begin(), spec.values.end(), text) == spec.values.end()) {
         const auto n = numbered_value(spec.numbered, text);
-        if (!n) throw FilterError(fmt::format("filter term '{}': unknown {} '{}'; known: {}", term, key, text, expected_of(spec)));
+        if (!n) throw not_of_type(term, key, spec, text);
         a.kind = K::Numbered, a.integer = *n;
       }
       t.alternatives.push_back(std::move(a));

@@ -117,8 +117,8 @@ FilterKeySpec filter_key_spec(const std::string& key);
 /// The filter type of row `k` (the type its values have in a case): Integer for the integer
 /// KeyTypes, Number for FloatAxis, a Derived row's field_type's, else Text.
 FilterType filter_type_of(const CaseKey& k);
-/// Whether `v` is spelled as numbered form `numbered` ("cus=N") has it: its prefix, then a decimal
-/// integer (digits only, at most 18). The integer, else nullopt; the range is the caller's to check.
+/// The integer of `v` spelled in numbered form `numbered` ("cus=N": "cus=12" is 12): the form's
+/// prefix, then 1 to 18 decimal digits; else nullopt. The range is the caller's to check.
 std::optional<int64_t> numbered_value(const std::string& numbered, const std::string& v);
 
 /// `kvharness info --keys`: the table as a Markdown document, byte for byte

@@ -155,7 +155,8 @@ TEST(CaseFileKeys, TheFiltersKeysAreTheTablesFilterColumnAndCaseFields) {
     EXPECT_NO_THROW(Filter(key + "=*"));
     for (const auto& v : filter_key_values(key)) EXPECT_NO_THROW(Filter(key + "=" + v));
     const FilterKeySpec spec = filter_key_spec(key);
-    if (!spec.values.empty() || spec.type != FilterType::Text) EXPECT_THROW(Filter(key + "=no_such_value"), FilterError);
+    if (!spec.values.empty() || spec.type != FilterType::Text)
+      EXPECT_THROW(Filter(key + "=no_such_value"), FilterError);
     // A case's own value, as case_field spells it, is a filter value of its type that selects it.
     EXPECT_TRUE(Filter(key + "=" + case_field(c, key)).matches(c)) << case_field(c, key);
   }
