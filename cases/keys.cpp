@@ -193,7 +193,7 @@ std::vector<CaseKey> decode_keys() {
       Row("routers", kDecode, KeyType::Strings).dflt("none").note("router policies (`kvharness info`)")
           .filter("router_policy").means("router policies under test, a row each: the policy picks the reader"),
       Row("target", kDecode, KeyType::String).dflt("the device's").values(named_targets()).numbered("cus=N")
-          .range(1, 65536).note("`cus=N`: N compute units").filter("target")
+          .range(1, 65536).note("N: compute units").filter("target")
           .means("the compute units the router sees (checked in every table; used by router rows only)"),
       Row("high_precision", kDecode, KeyType::Integer).dflt("1").range(0, 2)
           .means("the router's high-precision mode"),
