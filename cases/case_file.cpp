@@ -591,6 +591,22 @@ Batches batches_of(const Ctx& c, const toml::table& t) {
   return out;
 }
 
+// `target` of a decode table: "" (absent: the device's), a named target, or cus=N with N
+// within the key table's bounds; CaseFileError at the key's line otherwise, router or not.
+std::string target_of(const Ctx& c, const toml::table& t) {
+  const std::string target = string_field(c, t, "target", "");
+  const CaseKey& k = c.key("target");
+  if (target.empty() || std::find(k.values.begin(), k.values.end(), target) != k.values.end()) return target;
+  const std::optional<int64_t> n = numbered_value(k.numbered, target);
+  if (n && *n >= k.range.lo && *n <= k.range.hi) return target;
+  const std::string cus = fmt::format("{} with N compute units in [{}, {}]", k.numbered, k.range.lo, k.range.hi);
+  const bool numbered = target.rfind(k.numbered.substr(0, k.numbered.size() - 1), 0) == 0;  // "cus=..."
+  c.fail(node_of(c, t, "target"), "target",
+         numbered ? fmt::format("expected {}, got '{}'", cus, target)
+                  : fmt::format("unknown target '{}'; expected one of {}, or {}", target, fmt::join(k.values, ", "),
+                                cus));
+}
+
 void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,
                    const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   const std::string table = to_string(kind);
@@ -607,7 +623,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const std::vector<int64_t>& batch_sizes = batches.batch_sizes;
   const std::vector<int64_t>& ctx = batches.context_lens;
   const std::vector<std::vector<int64_t>>& lists = batches.lists;
-  const std::string target = string_field(c, t, "target", "");
+  const std::string target = target_of(c, t);
   // A negative mode is refused as out of range, one above the key table's bound by name.
   const KeyRange hp_range = c.key("high_precision").range;
   const int hp = int(integer_in(c, t, "high_precision", 1, {hp_range.lo, int64_t(1) << 40}));
@@ -637,8 +653,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
     boundaries = *b->value<bool>();
     if (boundaries && (c.get(t, "context_lens_lists") || !target_compute_units_of(target)))
       c.fail(*b, "route_boundaries",
-             fmt::format("needs batch_sizes with a context_lens range and a named target (MI355X, cus=N){}",
-                         target.empty() ? "" : fmt::format("; target '{}' is not one", target)));
+             "needs batch_sizes with a context_lens range and a named target (MI355X, cus=N)");
   }
   const auto variants = variants_of(c, t, kind);
   const bool routed = std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.router.empty(); });
@@ -761,7 +776,8 @@ ModelPreset model_of(const Ctx& c, const toml::table& t, const std::map<std::str
   if (!m.num_heads || !m.num_kv_heads || !m.head_size)
     c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
   if (m.num_heads % m.num_kv_heads != 0)
-    c.fail(t, "num_kv_heads", fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
+    c.fail(node_of(c, t, "num_kv_heads"), "num_kv_heads",
+           fmt::format("{} does not divide num_heads {}", m.num_kv_heads, m.num_heads));
   if (const toml::node* hy = c.get(t, "hybrid")) {
     if (!hy->is_boolean()) c.fail(*hy, "hybrid", "expected true or false, got " + type_name(*hy));
     m.hybrid = *hy->value<bool>();

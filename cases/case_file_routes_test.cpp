@@ -97,11 +97,37 @@ TEST(CaseFileRoutes, BadRouteKeysNameFileLineAndField) {
   expect_error(kHead + "batch_sizes = [4]\nrouters = [\"aiter-v0.1.12\"]\nroute_boundaries = true\n",
                "bad.toml:10: field 'route_boundaries': needs batch_sizes with a context_lens range and a named target");
   expect_error(kHead + "batch_sizes = [4]\nrouters = [\"aiter-v0.1.12\"]\ntarget = \"MI999\"\nroute_boundaries = true\n",
-               "target 'MI999' is not one");
+               "bad.toml:10: field 'target': unknown target 'MI999'");
   expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\ntarget = \"MI355X\"\nroute_boundaries = 1\n",
                "bad.toml:11: field 'route_boundaries': expected true or false, got an integer");
   expect_error(kHead + "batch_sizes = [4]\nreaders = [\"r\"]\ntarget = \"MI355X\"\nroute_boundaries = true\n",
                "bad.toml:11: field 'route_boundaries': the table has no router variant");
+}
+
+// `target` is checked by the loader, at its own line, in every table that has it (router or
+// not), cus=N within the key table's bounds.
+TEST(CaseFileRoutes, BadTargetsNameTheKeysLineInEveryTable) {
+  const std::string routers = "batch_sizes = [4]\nrouters = [\"aiter-v0.1.12\"]\n";  // lines 8-9
+  const std::string readers = "batch_sizes = [4]\nreaders = [\"r\"]\n";
+  expect_error(kHead + routers + "target = \"MI999\"\n",
+               "bad.toml:10: field 'target': unknown target 'MI999'; expected one of MI210, MI250X, MI300X, MI325X, "
+               "MI355X, or cus=N with N compute units in [1, 65536]");
+  expect_error(kHead + readers + "target = \"MI999\"\n", "bad.toml:10: field 'target': unknown target 'MI999'");
+  std::string pipeline = kHead + readers + "writers = [\"w\"]\ntarget = \"MI999\"\n";
+  pipeline.replace(0, std::string("[[attention]]").size(), "[[pipeline]]");
+  expect_error(pipeline, "bad.toml:11: field 'target': unknown target 'MI999'");
+  for (const char* cus : {"cus=99999999999", "cus=65537", "cus=0", "cus=x", "cus=", "cus=-4"})
+    expect_error(kHead + routers + "target = \"" + cus + "\"\n",
+                 std::string("bad.toml:10: field 'target': expected cus=N with N compute units in [1, 65536], got '") +
+                     cus + "'");
+  expect_error(kHead + routers + "target = 304\n", "bad.toml:10: field 'target': expected a string, got an integer");
+  for (const char* ok : {"MI300X", "cus=1", "cus=65536"}) {
+    const auto cases = parse_case_text(kHead + routers + "target = \"" + ok + "\"\n", "t.toml");
+    ASSERT_EQ(cases.size(), 1u);
+    EXPECT_EQ(cases[0].target, ok);
+  }
+  EXPECT_EQ(parse_case_text(kHead + readers + "target = \"MI300X\"\n", "t.toml")[0].target, "")
+      << "a reader row has no target";
 }
 
 TEST(RouteBoundaries, BelowAtAndAboveTheThreshold) {

@@ -113,6 +113,9 @@ TEST(CaseFile, OutOfRangeValuesDuplicateModelsAndPartialGqaGroupsAreErrors) {
                "16 heads and 5 kv heads per rank: not a whole GQA group");
   expect_error("[[model]]\nname = \"Qwen3-235B-A22B\"\nnum_heads = 8\nnum_kv_heads = 1\nhead_size = 64\n",
                "bad.toml:2: field 'name': model 'Qwen3-235B-A22B' is already defined");
+  // At the key's own line, not the table's.
+  expect_error("\n[[model]]\nname = \"m\"\nnum_heads = 8\nnum_kv_heads = 3\nhead_size = 64\n",
+               "bad.toml:5: field 'num_kv_heads': 3 does not divide num_heads 8");
   expect_error("[[model]]\nname = \"m\"\nnum_heads = 8\nnum_kv_heads = 1\nhead_size = 64\nhybrid = \"yes\"\n",
                "bad.toml:6: field 'hybrid': expected true or false, got a string");
   expect_error("[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\nlayouts = [\"large\"]\nblock_sizes = [16]\n"
@@ -180,6 +183,9 @@ TEST(CaseFile, BadExpectedFailuresAreErrors) {
   const std::string head = "[[expected_failure]]\n";
   expect_error(head + "why = \"x\"\n", "bad.toml:1: field 'filter': a declaration needs a 'filter' or 'ids'");
   expect_error(head + "filter = \"layout=nope\"\nwhy = \"x\"\n", "bad.toml:2: field 'filter':");
+  // A value not of its key's type is a bad filter here too, not a declaration that covers no case.
+  expect_error(head + "why = \"x\"\nfilter = \"tp=abc\"\n",
+               "bad.toml:3: field 'filter': filter term 'tp=abc': tp takes an integer in 1..1024");
   expect_error(head + "filter = \"kind=write\"\ncomponent = \"harness\"\nwhy = \"x\"\n",
                "field 'component': unknown component 'harness'");
   expect_error(head + "filter = \"kind=write\"\nreasons = [\"wrong\"]\nwhy = \"x\"\n",

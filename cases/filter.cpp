@@ -5,6 +5,10 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "keys.h"
@@ -46,6 +50,62 @@ std::string case_field(const Case& c, const std::string& key) {
   return "";
 }
 
+namespace {
+
+// A whole decimal integer (an optional '-', then digits), else nullopt.
+std::optional<int64_t> parse_integer(const std::string& s) {
+  int64_t v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (s.empty() || ec != std::errc() || p != end) return std::nullopt;
+  return v;
+}
+
+// A whole finite decimal number ("30", "30.0", "2.5e1"), else nullopt.
+std::optional<double> parse_number(const std::string& s) {
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// What a value of the key must be, for errors: "an integer in 1..1024"; a closed set's "-1, or
+// num_blocks+K (K in 0..16)".
+std::string expected_of(const FilterKeySpec& spec) {
+  const std::string range = spec.range.set() ? fmt::format("{}..{}", spec.range.lo, spec.range.hi) : "";
+  if (spec.type != FilterType::Text)
+    return fmt::format("{}{}", to_string(spec.type), range.empty() ? "" : " in " + range);
+  std::vector<std::string> known = spec.values;
+  if (!spec.numbered.empty())
+    known.push_back(fmt::format("{}{}{}", known.empty() ? "" : "or ", spec.numbered,
+                                range.empty() ? "" : fmt::format(" ({} in {})", spec.numbered.back(), range)));
+  return fmt::format("{}", fmt::join(known, ", "));
+}
+
+// Value `text` of `term` is not of its key's type: "tp takes an integer in 1..1024",
+// "unknown layout 'x'; known: ...".
+FilterError not_of_type(const std::string& term, const std::string& key, const FilterKeySpec& spec,
+                        const std::string& text) {
+  if (spec.type == FilterType::Text)
+    return FilterError(fmt::format("filter term '{}': unknown {} '{}'; known: {}", term, key, text, expected_of(spec)));
+  return FilterError(fmt::format("filter term '{}': {} takes {}; '{}' is not one", term, key, expected_of(spec), text));
+}
+
+}  // namespace
+
+bool Filter::Alternative::matches(const std::string& value, const std::string& numbered) const {
+  using K = Kind;
+  switch (kind) {
+    case K::Glob: return fnmatch(text.c_str(), value.c_str(), 0) == 0;
+    case K::Integer: return parse_integer(value) == integer;
+    case K::Number: return parse_number(value) == number;
+    case K::Numbered: return numbered_value(numbered, value) == integer;
+    case K::Text: return value == text;
+  }
+  return false;
+}
+
 Filter::Filter(const std::string& expr) {
   std::stringstream ss(expr);
   std::string term;
@@ -58,17 +118,36 @@ Filter::Filter(const std::string& expr) {
     std::string key = term.substr(0, negate ? eq - 1 : eq);
     if (std::find(keys().begin(), keys().end(), key) == keys().end())
       throw FilterError(fmt::format("filter term '{}': unknown key '{}'; known keys: {}", term, key, fmt::join(keys(), ", ")));
-    Term t{key, negate, {}};
-    std::stringstream alts(term.substr(eq + 1));
-    std::string a;
-    while (std::getline(alts, a, '|')) t.alternatives.push_back(a);
-    if (t.alternatives.empty()) t.alternatives.push_back("");
-    // Keys with a closed set of values: a typo is an error, not an empty selection.
-    const std::vector<std::string> known = filter_key_values(key);
-    for (const auto& alt : t.alternatives)
-      if (!known.empty() && alt.find_first_of("*?[") == std::string::npos &&
-          std::find(known.begin(), known.end(), alt) == known.end())
-        throw FilterError(fmt::format("filter term '{}': unknown {} '{}'; known: {}", term, key, alt, fmt::join(known, ", ")));
+    // The key's type (cases/keys.h): a value that is not of it is an error, not an empty selection.
+    const FilterKeySpec spec = filter_key_spec(key);
+    Term t{key, negate, {}, spec.numbered};
+    std::vector<std::string> alts;
+    std::stringstream in(term.substr(eq + 1));
+    for (std::string a; std::getline(in, a, '|');) alts.push_back(a);
+    if (alts.empty()) alts.push_back("");
+    for (const auto& text : alts) {
+      using K = Alternative::Kind;
+      Alternative a{K::Text, text};
+      const bool closed = !spec.values.empty() || !spec.numbered.empty();
+      if (text.find_first_of("*?[") != std::string::npos) {
+        a.kind = K::Glob;  // matched against the value's spelling, unchecked
+      } else if (text.empty()) {
+        // the cases the key does not apply to
+      } else if (spec.type == FilterType::Integer) {
+        const auto v = parse_integer(text);
+        if (!v) throw not_of_type(term, key, spec, text);
+        a.kind = K::Integer, a.integer = *v;
+      } else if (spec.type == FilterType::Number) {
+        const auto v = parse_number(text);
+        if (!v) throw not_of_type(term, key, spec, text);
+        a.kind = K::Number, a.number = *v;
+      } else if (closed && std::find(spec.values.begin(), spec.values.end(), text) == spec.values.end()) {
+        const auto n = numbered_value(spec.numbered, text);
+        if (!n) throw not_of_type(term, key, spec, text);
+        a.kind = K::Numbered, a.integer = *n;
+      }
+      t.alternatives.push_back(std::move(a));
+    }
     terms_.push_back(std::move(t));
   }
 }
@@ -88,7 +167,7 @@ bool Filter::matches_by(const std::function<std::string(const std::string&)>& fi
   for (const auto& t : terms_) {
     const std::string v = field(t.key);
     bool any = std::any_of(t.alternatives.begin(), t.alternatives.end(),
-                           [&](const std::string& p) { return fnmatch(p.c_str(), v.c_str(), 0) == 0; });
+                           [&](const Alternative& a) { return a.matches(v, t.numbered); });
     if (any == t.negate) return false;
   }
   return true;

@@ -71,5 +71,64 @@ TEST(Filter, BadTermsNameTheTermAndTheKnownKeys) {
   }
 }
 
+// A value that is not of its key's type (cases/keys.h) is a bad filter, not an empty
+// selection: under --bisect, an empty selection reads as "skip".
+TEST(Filter, AValueNotOfItsKeysTypeNamesTheTermTheKeyItsTypeAndRange) {
+  for (const char* expr : {"tp=abc", "head_size=abc", "seed=x", "softcap=abc", "tp=8.5", "batch_size=1e3",
+                           "block_table_padding=zzz", "tp=8|abc", "num_heads=four", "sliding_window=1k"})
+    EXPECT_THROW(Filter{expr}, FilterError) << expr;
+  auto message = [](const std::string& expr) {
+    try {
+      Filter f(expr);
+    } catch (const FilterError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("tp=abc"), "filter term 'tp=abc': tp takes an integer in 1..1024; 'abc' is not one");
+  EXPECT_EQ(message("softcap!=30|abc"),
+            "filter term 'softcap!=30|abc': softcap takes a number in 0..1000000; 'abc' is not one");
+  EXPECT_EQ(message("tp_rank=x"), "filter term 'tp_rank=x': tp_rank takes an integer; 'x' is not one");
+  EXPECT_EQ(message("block_table_padding=zzz"),
+            "filter term 'block_table_padding=zzz': unknown block_table_padding 'zzz'; known: -1, or num_blocks+K "
+            "(K in 0..16)");
+  EXPECT_NO_THROW(Filter("block_table_padding=-1|num_blocks+3"));
+}
+
+TEST(Filter, IntegerAndNumberKeysCompareAsNumbers) {
+  Case c = sample();
+  c.kind = CaseKind::Attention;
+  c.tp = 8;
+  c.softcap = 30;
+  c.block_table_padding = 4;
+  std::map<std::string, std::string> fields;
+  for (const auto& k : Filter::keys()) fields[k] = case_field(c, k);
+  ASSERT_EQ(fields["softcap"], "30.0");
+  for (const char* expr : {"tp=08", "tp=8", "tp=1|8", "softcap=30", "softcap=30.0", "softcap=3e1", "head_size=0256",
+                           "block_table_padding=num_blocks+04", "tp!=4", "softcap!=30.5"}) {
+    EXPECT_TRUE(Filter(expr).matches(c)) << expr;
+    EXPECT_TRUE(Filter(expr).matches(fields)) << expr;
+  }
+  for (const char* expr : {"tp=80", "tp!=08", "softcap=30.5", "softcap!=30", "block_table_padding=num_blocks+5"}) {
+    EXPECT_FALSE(Filter(expr).matches(c)) << expr;
+    EXPECT_FALSE(Filter(expr).matches(fields)) << expr;
+  }
+}
+
+// Globs are matched against the value as case_field spells it, unchecked; the empty
+// value selects the cases a key does not apply to.
+TEST(Filter, GlobsAndTheEmptyValueAreMatchedAsText) {
+  Case c = sample();
+  c.tp = 8;
+  c.softcap = 30;
+  EXPECT_TRUE(Filter("head_size=2*,tp=[0-9],softcap=30*,seed=?").matches(c));
+  EXPECT_FALSE(Filter("head_size=1*").matches(c));
+  EXPECT_FALSE(Filter("softcap=30").matches(Case{})) << "softcap 0.0";
+  EXPECT_NO_THROW(Filter("tp=a*")) << "a glob is not checked";
+  EXPECT_FALSE(Filter("tp=").matches(c));
+  EXPECT_TRUE(Filter("tp=").matches(std::map<std::string, std::string>{})) << "a key the entry lacks";
+  EXPECT_TRUE(Filter("block_table_padding=").matches(c)) << "a write case has no padding";
+}
+
 }  // namespace
 }  // namespace kvh

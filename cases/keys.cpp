@@ -9,6 +9,7 @@
 #include "case.h"
 #include "expectation.h"
 #include "layout.h"
+#include "route_boundaries.h"
 
 namespace kvh {
 
@@ -52,6 +53,14 @@ struct Row {
   }
   Row& range(int64_t lo, int64_t hi) {
     k.range = {lo, hi};
+    return *this;
+  }
+  Row& numbered(std::string n) {
+    k.numbered = std::move(n);
+    return *this;
+  }
+  Row& field(KeyType t) {
+    k.field_type = t;
     return *this;
   }
   Row& note(std::string n) {
@@ -183,8 +192,9 @@ std::vector<CaseKey> decode_keys() {
           .filter("reader").means("readers under test, a row each"),
       Row("routers", kDecode, KeyType::Strings).dflt("none").note("router policies (`kvharness info`)")
           .filter("router_policy").means("router policies under test, a row each: the policy picks the reader"),
-      Row("target", kDecode, KeyType::String).dflt("the device's").note("a target (`kvharness info`) or `cus=N`")
-          .filter("target").means("the compute units the router sees"),
+      Row("target", kDecode, KeyType::String).dflt("the device's").values(named_targets()).numbered("cus=N")
+          .range(1, 65536).note("N: compute units").filter("target")
+          .means("the compute units the router sees (checked in every table; used by router rows only)"),
       Row("high_precision", kDecode, KeyType::Integer).dflt("1").range(0, 2)
           .means("the router's high-precision mode"),
       Row("values", kDecode, KeyType::Strings).dflt("[\"normal\"]").values({"normal", "sink", "large"})
@@ -219,8 +229,8 @@ std::vector<CaseKey> modifier_keys() {
           .filter("stale")
           .means("what the cache slots a case does not write hold (harness/case/stale.h). Ids gain `/stale=S` "
                  "when not random"),
-      Row("block_table_padding", kDecode, KeyType::String).dflt("\"-1\"")
-          .note(fmt::format("\"-1\" or \"num_blocks+K\", K in 0..{}", kMaxPaddingK)).filter("block_table_padding")
+      Row("block_table_padding", kDecode, KeyType::String).dflt("\"-1\"").values({"-1"}).numbered("num_blocks+K")
+          .range(0, kMaxPaddingK).filter("block_table_padding")
           .means("the out-of-range block id of block_tables entries past each sequence's last page. Ids gain "
                  "`/pad=num_blocks+K` when not -1"),
   };
@@ -283,8 +293,10 @@ std::vector<CaseKey> filter_only_keys() {
   return {
       Row("id", kFilterOnly, KeyType::Derived).filter("id").means("the case id (`kvharness list` prints them)"),
       Row("kind", kFilterOnly, KeyType::Derived).values(kinds).filter("kind").means("the table that made the case"),
-      Row("num_heads", kFilterOnly, KeyType::Derived).filter("num_heads").means("query heads per rank"),
-      Row("num_kv_heads", kFilterOnly, KeyType::Derived).filter("num_kv_heads").means("KV heads per rank"),
+      Row("num_heads", kFilterOnly, KeyType::Derived).field(KeyType::Integer).filter("num_heads")
+          .means("query heads per rank"),
+      Row("num_kv_heads", kFilterOnly, KeyType::Derived).field(KeyType::Integer).filter("num_kv_heads")
+          .means("KV heads per rank"),
       Row("variant", kFilterOnly, KeyType::Derived).filter("variant")
           .means("the matrix row: the variant's name, else its kernels"),
       Row("shuffle", kFilterOnly, KeyType::Derived).values({"0", "1"}).filter("shuffle")
@@ -315,14 +327,25 @@ std::string where(const CaseKey& k) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+// "derived (integer)" for a Derived row of a typed field.
+std::string type_cell(const CaseKey& k) {
+  if (k.type == KeyType::Derived && k.field_type != KeyType::String)
+    return fmt::format("{} ({})", to_string(k.type), to_string(k.field_type));
+  return to_string(k.type);
+}
+
 std::string values_cell(const CaseKey& k) {
   std::vector<std::string> parts;
-  if (!k.values.empty()) {
+  if (!k.values.empty() || !k.numbered.empty()) {
     std::vector<std::string> quoted;
     for (const auto& v : k.values) quoted.push_back("`" + v + "`");
+    if (!k.numbered.empty()) quoted.push_back("`" + k.numbered + "`");
     parts.push_back(fmt::format("{}", fmt::join(quoted, " ")));
   }
-  if (k.range.set()) parts.push_back(number(k.range.lo) + ".." + number(k.range.hi));
+  // A numbered spelling's range is its integer's: "K in 0..16".
+  if (k.range.set())
+    parts.push_back((k.numbered.empty() ? "" : k.numbered.substr(k.numbered.size() - 1) + " in ") +
+                    number(k.range.lo) + ".." + number(k.range.hi));
   if (!k.values_note.empty()) parts.push_back(k.values_note);
   return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -425,6 +448,53 @@ std::vector<std::string> filter_key_values(const std::string& key) {
   return {};
 }
 
+const char* to_string(FilterType t) {
+  switch (t) {
+    case FilterType::Text: return "text";
+    case FilterType::Integer: return "an integer";
+    case FilterType::Number: return "a number";
+  }
+  return "?";
+}
+
+FilterType filter_type_of(const CaseKey& k) {
+  switch (k.type == KeyType::Derived ? k.field_type : k.type) {
+    case KeyType::Integer:
+    case KeyType::Integers:
+    case KeyType::IntegerPair:
+    case KeyType::IntegerLists:
+    case KeyType::IntegerAxis: return FilterType::Integer;
+    case KeyType::FloatAxis: return FilterType::Number;
+    default: return FilterType::Text;
+  }
+}
+
+FilterKeySpec filter_key_spec(const std::string& key) {
+  FilterKeySpec out;
+  bool found = false;
+  for (const CaseKey& k : case_keys()) {
+    if (k.filter != key) continue;
+    if (!found) out.type = filter_type_of(k);
+    found = true;
+    if (out.numbered.empty()) out.numbered = k.numbered;
+    if (k.range.set())
+      out.range = out.range.set() ? KeyRange{std::min(out.range.lo, k.range.lo), std::max(out.range.hi, k.range.hi)}
+                                  : k.range;
+  }
+  if (!found) throw std::logic_error(fmt::format("'{}' is not a filter key of the key table (cases/keys.cpp)", key));
+  out.values = filter_key_values(key);
+  return out;
+}
+
+std::optional<int64_t> numbered_value(const std::string& numbered, const std::string& v) {
+  if (numbered.empty()) return std::nullopt;
+  const std::string prefix = numbered.substr(0, numbered.size() - 1);
+  if (v.size() <= prefix.size() || v.size() > prefix.size() + 18 || v.compare(0, prefix.size(), prefix) != 0 ||
+      v.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+    return std::nullopt;
+  return std::stoll(v.substr(prefix.size()));  // at most 18 digits: no overflow
+}
+
 std::string case_keys_markdown() {
   std::string out =
       "# Case-file keys\n\n"
@@ -432,11 +502,13 @@ std::string case_keys_markdown() {
       "filter language and this page share; do not edit (the test `CaseFileKeysDoc` compares the two).\n"
       "An unknown key is an error naming the file, line, key and the keys its table accepts. `filter` is the\n"
       "filter key (`--filter`, a declaration's `filter`) that a key's values become; `filter only` rows are\n"
-      "fields of a case that no file sets. Values: the closed set, the inclusive range, or in words.\n\n"
+      "fields of a case that no file sets. Values: the closed set, the inclusive range, or in words.\n"
+      "A filter value must be of its key's type: an integer or a number (compared as one: `tp=08` selects tp\n"
+      "8), or one of a closed set; a glob (`*`, `?`, `[`) is matched against the value as text, unchecked.\n\n"
       "| key | where | type | default | values | filter | meaning |\n"
       "|---|---|---|---|---|---|---|\n";
   for (const CaseKey& k : case_keys())
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", k.name, cell(where(k)), to_string(k.type),
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", k.name, cell(where(k)), type_cell(k),
                        cell(k.default_value), cell(values_cell(k)), k.filter.empty() ? "" : "`" + k.filter + "`",
                        cell(k.meaning));
   std::vector<std::string> quoted;

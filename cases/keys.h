@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,10 +63,13 @@ struct CaseKey {
   std::string default_value;        ///< in words: "1", "[\"normal\"]", "required", "the model's"
   std::vector<std::string> values;  ///< the closed set of values (string keys); empty: open
   KeyRange range;                   ///< the bounds the loader checks (numeric keys); unset: none
+  std::string numbered;             ///< a spelling beside `values`: its text but the last character, then an
+                                    ///< integer within `range` ("num_blocks+K": "num_blocks+3"); "": none
   std::string values_note;          ///< allowed values in words, where values and range do not say it all
   std::string filter;               ///< the filter key it feeds (cases/filter.h); "": none
   std::string meaning;              ///< one line, in the field's standard terms
   bool ignored = false;             ///< accepted and never read by the loader (the meaning says why)
+  KeyType field_type = KeyType::String;  ///< a Derived row: the type of the case field it names (Integer: numbers)
 
   bool in(KeyTable t) const { return (tables & key_table_bit(t)) != 0; }
   bool filter_only() const { return tables == 0; }
@@ -91,6 +95,31 @@ const std::vector<std::string>& filter_keys();
 /// first row feeding it that has `values`; a boolean's "0" and "1", as
 /// results.json booleans read), else empty.
 std::vector<std::string> filter_key_values(const std::string& key);
+
+/// How a filter reads the values of a key (FilterKeySpec::type).
+enum class FilterType {
+  Text,     ///< compared as text: a closed set, a numbered spelling, or open
+  Integer,  ///< an integer, compared as a number (`tp=08` selects tp 8)
+  Number,   ///< a number, compared as one (`softcap=30` selects 30.0)
+};
+/// "text", "an integer", "a number".
+const char* to_string(FilterType t);
+
+/// What a filter value of a filter key must be, from the rows that feed it.
+struct FilterKeySpec {
+  FilterType type = FilterType::Text;  ///< from the first row's KeyType (a Derived row's field_type)
+  std::vector<std::string> values;     ///< Text: the closed set (filter_key_values); empty: open
+  std::string numbered;                ///< Text: a spelling beside values (CaseKey::numbered); "": none
+  KeyRange range;                      ///< Integer, Number, numbered: the hull of the rows' ranges; unset: none
+};
+/// The spec of filter key `key` (one of filter_keys()). Throws std::logic_error for another key.
+FilterKeySpec filter_key_spec(const std::string& key);
+/// The filter type of row `k` (the type its values have in a case): Integer for the integer
+/// KeyTypes, Number for FloatAxis, a Derived row's field_type's, else Text.
+FilterType filter_type_of(const CaseKey& k);
+/// The integer of `v` spelled in numbered form `numbered` ("cus=N": "cus=12" is 12): the form's
+/// prefix, then 1 to 18 decimal digits; else nullopt. The range is the caller's to check.
+std::optional<int64_t> numbered_value(const std::string& numbered, const std::string& v);
 
 /// `kvharness info --keys`: the table as a Markdown document, byte for byte
 /// docs/case-file-keys.md.

@@ -154,7 +154,11 @@ TEST(CaseFileKeys, TheFiltersKeysAreTheTablesFilterColumnAndCaseFields) {
     EXPECT_NE(case_field(c, key), "") << "a filter key of the table that case_field (filter.cpp) does not know";
     EXPECT_NO_THROW(Filter(key + "=*"));
     for (const auto& v : filter_key_values(key)) EXPECT_NO_THROW(Filter(key + "=" + v));
-    if (!filter_key_values(key).empty()) EXPECT_THROW(Filter(key + "=no_such_value"), FilterError);
+    const FilterKeySpec spec = filter_key_spec(key);
+    if (!spec.values.empty() || spec.type != FilterType::Text)
+      EXPECT_THROW(Filter(key + "=no_such_value"), FilterError);
+    // A case's own value, as case_field spells it, is a filter value of its type that selects it.
+    EXPECT_TRUE(Filter(key + "=" + case_field(c, key)).matches(c)) << case_field(c, key);
   }
   EXPECT_TRUE(Filter("kind=pipeline,shuffle=1,sinks=0,layout=kv_first,dtype=fp16").matches(c));
 }
@@ -185,6 +189,24 @@ TEST(CaseFileKeys, EveryRowIsWellFormed) {
     for (const CaseKey& other : case_keys())
       if (&other != &k && other.name == k.name) EXPECT_EQ(other.tables & k.tables, 0u) << "two rows in one table";
   }
+}
+
+// The filter reads a key's values as the first row feeding it says (filter_key_spec): the others agree.
+TEST(CaseFileKeys, TheRowsFeedingAFilterKeyAgreeOnItsType) {
+  for (const auto& key : filter_keys()) {
+    const FilterKeySpec spec = filter_key_spec(key);
+    for (const CaseKey& k : case_keys())
+      if (k.filter == key) EXPECT_EQ(filter_type_of(k), spec.type) << key << " fed by " << k.name;
+    if (spec.type != FilterType::Text) EXPECT_TRUE(spec.values.empty() && spec.numbered.empty()) << key;
+  }
+  EXPECT_EQ(filter_key_spec("num_heads").type, FilterType::Integer);
+  EXPECT_EQ(filter_key_spec("softcap").type, FilterType::Number);
+  EXPECT_EQ(filter_key_spec("batch_size").range.hi, int64_t(1) << 22) << "the hull of num_tokens and batch_sizes";
+  EXPECT_EQ(numbered_value("num_blocks+K", "num_blocks+07"), 7);
+  EXPECT_FALSE(numbered_value("num_blocks+K", "num_blocks+"));
+  EXPECT_FALSE(numbered_value("num_blocks+K", "num_blocks+-1"));
+  EXPECT_FALSE(numbered_value("cus=N", "cus=1234567890123456789")) << "more than 18 digits";
+  EXPECT_THROW(filter_key_spec("colour"), std::logic_error);
 }
 
 TEST(CaseFileKeys, TheMarkdownHasARowPerKeyAndEveryFilterKey) {

@@ -4,9 +4,23 @@
 
 namespace kvh {
 
+namespace {
+
+constexpr std::pair<const char*, int64_t> kTargets[] = {
+    {"MI210", 104}, {"MI250X", 110}, {"MI300X", 304}, {"MI325X", 304}, {"MI355X", 256}};
+
+}  // namespace
+
+const std::vector<std::string>& named_targets() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, cus] : kTargets) out.push_back(name);
+    return out;
+  }();
+  return names;
+}
+
 std::optional<int64_t> target_compute_units_of(const std::string& target) {
-  static const std::pair<const char*, int64_t> kTargets[] = {
-      {"MI210", 104}, {"MI250X", 110}, {"MI300X", 304}, {"MI325X", 304}, {"MI355X", 256}};
   for (const auto& [name, cus] : kTargets)
     if (target == name) return cus;
   if (target.rfind("cus=", 0) == 0 && target.size() > 4 && target.size() < 12 &&

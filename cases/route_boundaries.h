@@ -22,6 +22,9 @@ namespace kvh {
 /// specifications, as kernels/router/router.cpp), or "cus=N". nullopt for anything
 /// else, the empty target (the device's own) included.
 std::optional<int64_t> target_compute_units_of(const std::string& target);
+/// The named targets above, in that order: the key table's values of `target`
+/// (cases/keys.cpp); route_boundaries_test holds them to kernels/router's.
+const std::vector<std::string>& named_targets();
 
 /// The batch sizes (num_seqs, >= 1, ascending, no duplicates) just below, at
 /// and just above the threshold num_seqs * num_heads > 2 * compute_units:

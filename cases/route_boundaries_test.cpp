@@ -14,6 +14,10 @@ namespace {
 
 TEST(RouteBoundaries, TargetsAgreeWithTheRouter) {
   for (const auto& t : routing::target_names()) EXPECT_EQ(target_compute_units_of(t), routing::compute_units_of(t)) << t;
+  // The loader and the filter take a target's names from the key table (cases/ includes nothing of kernels/).
+  EXPECT_EQ(named_targets(), routing::target_names());
+  EXPECT_EQ(case_key(KeyTable::Attention, "target").values, routing::target_names());
+  EXPECT_EQ(case_key(KeyTable::Pipeline, "target").values, routing::target_names());
 }
 
 // For every policy, every head count and target: the decision is the same on
