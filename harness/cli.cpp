@@ -80,11 +80,6 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
         if (std::find(known.begin(), known.end(), c.router_policy) == known.end())
           throw CaseFileError(fmt::format("{}: router '{}': unknown policy; known: {}", c.source, c.router_policy,
                                           fmt::join(known, ", ")));
-        try {
-          if (!c.target.empty()) target_compute_units(c.target);
-        } catch (const std::invalid_argument& e) {
-          throw CaseFileError(fmt::format("{}: field 'target': {}", c.source, e.what()));
-        }
       }
       if (!filter.matches(c) || !seen.insert(c.id()).second) continue;
       out.cases.push_back(c);
