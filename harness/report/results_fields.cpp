@@ -13,11 +13,18 @@ using json = nlohmann::json;
 
 // ---- FieldIn ----
 
+FieldIn FieldIn::inner(const json& object, const char* key, long index) const {
+  FieldIn f(object, key);
+  f.entry_ = entry_;
+  f.place_ = place_ + key_ + (index < 0 ? std::string() : fmt::format("[{}]", index)) + ".";
+  return f;
+}
+
 void FieldIn::bad(const std::string& what) const {
-  const auto id = e_.find("id");
-  throw std::runtime_error(fmt::format("case {}: field \"{}\": {}",
-                                       id != e_.end() && id->is_string() ? id->get<std::string>() : "(no id)", key_,
-                                       what));
+  const auto id = entry_->is_object() ? entry_->find("id") : entry_->end();
+  throw std::runtime_error(fmt::format("case {}: field \"{}{}\": {}",
+                                       id != entry_->end() && id->is_string() ? id->get<std::string>() : "(no id)",
+                                       place_, key_, what));
 }
 
 void FieldIn::wrong_type(const char* expected) const {
@@ -106,11 +113,12 @@ json write_causes(const CaseResult& cr) {
 void read_causes(const FieldIn& f, CaseResult& cr) {
   const json& causes = f.value();
   if (!causes.is_array()) f.bad("expected an array");
-  for (const json& o : causes) {
-    if (!o.is_object()) f.bad("expected objects");
+  for (size_t i = 0; i < causes.size(); ++i) {
+    const json& o = causes[i];
+    if (!o.is_object()) f.bad(fmt::format("[{}] is {}, expected an object", i, o.type_name()));
     Cause k;
     for (const CauseField& cf : cause_fields())
-      if (!cf.optional || o.contains(cf.name)) cf.read(FieldIn(o, cf.name), k);
+      if (!cf.optional || o.contains(cf.name)) cf.read(f.inner(o, cf.name, long(i)), k);
     cr.v.causes.push_back(std::move(k));
   }
 }
@@ -132,7 +140,8 @@ json write_phases(const CaseResult& cr) {
 void read_phases(const FieldIn& f, CaseResult& cr) {
   const json& ph = f.value();
   if (!ph.is_object()) f.bad("expected an object");
-  for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = FieldIn(ph, phase_name(Phase(p))).opt_num().value_or(0);
+  for (int p = 0; p < kPhaseCount; ++p)
+    cr.phases[size_t(p)] = f.inner(ph, phase_name(Phase(p))).opt_num().value_or(0);
 }
 
 constexpr FieldRole kKey = FieldRole::Key, kCase = FieldRole::Case, kResult = FieldRole::Result, kDerived = FieldRole::Derived;

@@ -19,7 +19,13 @@ namespace kvh {
 /// entry's id (when it has one) and the key.
 class FieldIn {
  public:
-  FieldIn(const nlohmann::json& entry, const char* key) : e_(entry), key_(key) {}
+  /// Field `key` of case entry `entry`.
+  FieldIn(const nlohmann::json& entry, const char* key) : e_(entry), key_(key), entry_(&entry) {}
+
+  /// Field `key` of `object`, an object inside this field's value: element
+  /// `index` of its array, or the value itself when index < 0. Errors name
+  /// this entry's id and the place: field "causes[1].reason".
+  FieldIn inner(const nlohmann::json& object, const char* key, long index = -1) const;
 
   /// Whether the entry has the key (null counts as present).
   bool present() const { return e_.contains(key_); }
@@ -53,13 +59,15 @@ class FieldIn {
     }
   }
 
-  /// Refuses the entry: "case ID: field "KEY": what".
+  /// Refuses the entry: "case ID: field "KEY": what" (KEY with its place for an inner field).
   [[noreturn]] void bad(const std::string& what) const;
 
  private:
   [[noreturn]] void wrong_type(const char* expected) const;
-  const nlohmann::json& e_;
+  const nlohmann::json& e_;  // the object holding key_
   const char* key_;
+  const nlohmann::json* entry_;  // the case entry, for its id
+  std::string place_;            // "" or, for an inner field, where its object is: "causes[1]."
 };
 
 /// How a field is read back.

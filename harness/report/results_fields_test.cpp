@@ -208,6 +208,42 @@ TEST(ResultsFields, AbsentOptionalFieldsReadBackAsTheirDefaults) {
   }
 }
 
+// The message of what case_result_from_json(e, c) throws; "" (and a failure) when it accepts e.
+std::string refusal(const json& e, const Case* c = nullptr) {
+  try {
+    case_result_from_json(e, c);
+  } catch (const std::runtime_error& x) {
+    return x.what();
+  }
+  ADD_FAILURE() << "accepted " << e.dump().substr(0, 200) << (c ? " (matched)" : " (rebuilt)");
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// An error inside a cause (or phases_ms) names the entry's id and where in it the field is.
+TEST(ResultsFields, ErrorsInsideAFieldNameTheCaseAndThePlace) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  const std::string id = e.at("id");
+  json bad = e;
+  bad["causes"][1].erase("reason");
+  std::string why = refusal(bad);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"causes[1].reason\": missing")) << why;
+  bad = e;
+  bad["causes"][0]["crash"] = "yes";
+  why = refusal(bad, &cr.c);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"causes[0].crash\"")) << why;
+  bad = e;
+  bad["causes"][1] = 3;
+  why = refusal(bad);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"causes\"") && has(why, "[1]")) << why;
+  bad = e;
+  bad["phases_ms"][phase_name(Phase(0))] = "fast";
+  why = refusal(bad);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"phases_ms." + phase_name(Phase(0)) + "\"")) << why;
+}
+
 // docs/results-json.md is the table's Markdown; KVH_UPDATE_DOCS=1 rewrites it.
 TEST(ResultsFields, DocsPageIsCurrent) {
   const std::string path = KVH_SOURCE_DIR "/docs/results-json.md";
