@@ -1,7 +1,10 @@
 #include "report/results_fields.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "layout.h"
@@ -54,6 +57,25 @@ std::optional<double> FieldIn::opt_num() const {
   if (!present() || e_.at(key_).is_null()) return std::nullopt;
   if (!e_.at(key_).is_number()) wrong_type("a number or null");
   return e_.at(key_).get<double>();
+}
+
+int64_t FieldIn::count() const {
+  const json& v = value();
+  if (!v.is_number_integer()) wrong_type("an integer >= 0");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
+                             : v.get<int64_t>() < 0)
+    bad(fmt::format("{} is not a count (an integer from 0 to 2^63-1)", v.dump()));
+  return v.get<int64_t>();
+}
+
+std::string FieldIn::name_in(const std::vector<const char*>& names, const char* what, bool nullable) const {
+  const json& v = value();
+  if (v.is_null() && nullable) return "";
+  if (v.is_null()) bad(fmt::format("null; expected a {}: {}", what, fmt::join(names, ", ")));
+  const std::string s = str();
+  if (std::none_of(names.begin(), names.end(), [&](const char* n) { return s == n; }))
+    bad(fmt::format("'{}' is not a {} this kvharness knows: {}", s, what, fmt::join(names, ", ")));
+  return s;
 }
 
 namespace {
@@ -278,9 +300,11 @@ std::vector<ResultsField> make_results_fields() {
       {"verdict", kResult, kNotNull, kRequired, [](R r) -> json { return to_string(r.v.status); }, read_verdict,
        "PASS | FAIL | UNSUPPORTED | CRASH | XPASS | INTERRUPTED"},
       {"reason", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.reason); },
-       [](In f, Out o) { o.v.reason = f.str(); }, "the primary cause's reason class; null for PASS"},
+       [](In f, Out o) { o.v.reason = f.name_in(reason_names(), "reason", kNullable); },
+       "the primary cause's reason class (a cause's `reason`, below); null for PASS"},
       {"component", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.component); },
-       [](In f, Out o) { o.v.component = f.str(); }, "writer | reader | router | harness: the primary cause's"},
+       [](In f, Out o) { o.v.component = f.name_in(component_names(), "component", kNullable); },
+       "writer | reader | router | harness: the primary cause's"},
       {"causes", kResult, kNotNull, kRequired, write_causes, read_causes,
        "every failure found, in the order the case checks them (the cause fields below)"},
       {"expected_failure", kResult, kNotNull, kRequired, [](R r) -> json { return r.expected; },
@@ -300,7 +324,7 @@ std::vector<ResultsField> make_results_fields() {
       {"writer_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.writer_us); },
        [](In f, Out o) { o.v.writer_us = f.opt_num(); }, "pipeline: median microseconds of the writer"},
       {"bad_elements", kResult, kNotNull, kRequired, [](R r) -> json { return r.v.bad_elements; },
-       [](In f, Out o) { o.v.bad_elements = f.num<int64_t>(); }, "elements out of tolerance"},
+       [](In f, Out o) { o.v.bad_elements = f.count(); }, "elements out of tolerance: an integer >= 0"},
       {"seed", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.seed; },
        [](In f, Out o) { o.c.seed = f.num<uint64_t>(); }, "the case file's seed"},
       {"data_seed", kResult, kNotNull, kRequired, [](R r) -> json { return std::to_string(r.data_seed); },
@@ -329,9 +353,12 @@ using C = const Cause&;
 std::vector<CauseField> make_cause_fields() {
   return {
       {"component", kResult, kNotNull, kRequired, [](C k) -> json { return k.component; },
-       [](CIn f, COut k) { k.component = f.str(); }, "writer | reader | router | harness"},
+       [](CIn f, COut k) { k.component = f.name_in(component_names(), "component", kNotNull); },
+       "writer | reader | router | harness"},
       {"reason", kResult, kNotNull, kRequired, [](C k) -> json { return k.reason; },
-       [](CIn f, COut k) { k.reason = f.str(); }, "the reason class"},
+       [](CIn f, COut k) { k.reason = f.name_in(reason_names(), "reason", kNotNull); },
+       "the reason class: mismatch | out_of_view_write | unwritten_output | nan_or_inf | misroute | "
+       "unsupported_config | launch_error | crash | timeout | harness_error | xpass | interrupted"},
       {"detail", kResult, kNotNull, kRequired, [](C k) -> json { return k.detail; },
        [](CIn f, COut k) { k.detail = f.str(); }, "one paragraph a human can act on"},
       {"crash", kResult, kNotNull, kRequired, [](C k) -> json { return k.crash; },
@@ -403,7 +430,9 @@ std::string results_fields_markdown() {
          "  versions; the field keeps its default), `ignored` (never read), or `refused` (the entry is\n"
          "  refused, naming the field;\n"
          "  a field that is null for some cases, such as `high_precision` without a router, only where\n"
-         "  it is read).\n\n" +
+         "  it is read).\n"
+         "- meaning: where it lists the values as `a | b | c`, the reader refuses any other, naming the\n"
+         "  field and the values it knows.\n\n" +
          markdown_table(results_fields()) + "\n## Cause objects (`causes`)\n\n" + markdown_table(cause_fields());
 }
 

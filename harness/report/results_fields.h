@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ class FieldIn {
   bool boolean() const;
   /// A number or null; nullopt when null or missing.
   std::optional<double> opt_num() const;
+  /// A count: an integer from 0 to INT64_MAX.
+  int64_t count() const;
+  /// A string that is one of `names`, which `what` names ("reason"); null
+  /// reads as "" where `nullable`. Refuses another string naming all of them.
+  std::string name_in(const std::vector<const char*>& names, const char* what, bool nullable) const;
 
   /// A number, converted to T.
   template <class T>

@@ -221,6 +221,66 @@ std::string refusal(const json& e, const Case* c = nullptr) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// Fields with a fixed set of values refuse others, naming the field and the values it may
+// have: the primary reason and component, each cause's, and a negative count.
+TEST(ResultsFields, EnumFieldsRefuseValuesThisVersionDoesNotKnow) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  const std::vector<std::string> reasons = {reason::kMismatch,   reason::kOutOfView,   reason::kUnwritten,
+                                            reason::kNanOrInf,   reason::kMisroute,    reason::kUnsupported,
+                                            reason::kLaunchError, reason::kCrash,      reason::kTimeout,
+                                            reason::kHarnessError, reason::kXpass,     reason::kInterrupted};
+  const std::vector<std::string> components = {component::kWriter, component::kReader, component::kRouter,
+                                               component::kHarness};
+  const auto refused = [&](const json& bad, const std::string& field, const std::vector<std::string>& allowed) {
+    for (const Case* c : {static_cast<const Case*>(nullptr), &cr.c}) {
+      const std::string why = refusal(bad, c);
+      EXPECT_TRUE(has(why, "field \"" + field + "\"")) << field << ": " << why;
+      for (const std::string& a : allowed)
+        EXPECT_TRUE(has(why, a)) << field << " does not name " << a << ": " << why;
+    }
+  };
+  json bad = e;
+  bad["reason"] = "bogus";
+  refused(bad, "reason", reasons);
+  bad = e;
+  bad["component"] = "gpu";
+  refused(bad, "component", components);
+  bad = e;
+  bad["causes"][0]["reason"] = "bogus";
+  refused(bad, "causes[0].reason", reasons);
+  bad = e;
+  bad["causes"][1]["component"] = "gpu";
+  refused(bad, "causes[1].component", components);
+  bad = e;
+  bad["causes"][1]["component"] = nullptr;  // never null in a cause
+  refused(bad, "causes[1].component", components);
+  bad = e;
+  bad["bad_elements"] = -5;
+  refused(bad, "bad_elements", {"-5"});
+  bad = e;
+  bad["bad_elements"] = 1.5;
+  refused(bad, "bad_elements", {});
+  // null stays what it is for PASS: no reason, no component.
+  CaseResult pass;
+  pass.c = cr.c;
+  EXPECT_EQ(case_result_json(case_result_from_json(case_result_json(pass))), case_result_json(pass));
+  // Every known value reads back, and the docs list every reason.
+  for (const char* r : reason_names()) {
+    bad = e;
+    bad["reason"] = bad["causes"][0]["reason"] = r;
+    EXPECT_EQ(case_result_json(case_result_from_json(bad)), bad) << r;
+    EXPECT_TRUE(has(results_fields_markdown(), std::string(" ") + r + " ")) << r << ": not in the docs";
+  }
+  for (const char* k : component_names()) {
+    bad = e;
+    bad["component"] = bad["causes"][0]["component"] = k;
+    EXPECT_EQ(case_result_json(case_result_from_json(bad)), bad) << k;
+  }
+  EXPECT_EQ(reason_names().size(), reasons.size());
+  EXPECT_EQ(component_names().size(), components.size());
+}
+
 // An error inside a cause (or phases_ms) names the entry's id and where in it the field is.
 TEST(ResultsFields, ErrorsInsideAFieldNameTheCaseAndThePlace) {
   const CaseResult cr = every_field_set();
