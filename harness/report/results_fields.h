@@ -79,7 +79,7 @@ class FieldIn {
 /// How a field is read back.
 enum class FieldRole {
   Key,      ///< the id: follows from the case, and the case read back (matched or rebuilt) must have it
-  Case,     ///< a field of the case: read when the entry rebuilds its case (no case matched by id)
+  Case,     ///< a field of the case: always read; it rebuilds the case, or must be the case's matched by id
   Result,   ///< a field of the case's outcome: always read
   Derived,  ///< follows from the case (shuffle, variant): written, never read
 };

@@ -221,6 +221,55 @@ std::string refusal(const json& e, const Case* c = nullptr) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// --resume and --isolate match an entry to its case by id: the entry must still have every
+// required field, as `merge` (which rebuilds the case) demands.
+TEST(ResultsIo, AMatchedEntryLacksNoRequiredField) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  for (const ResultsField& f : results_fields()) {
+    if (f.optional || f.role == FieldRole::Derived) continue;
+    json without = e;
+    without.erase(f.name);
+    EXPECT_TRUE(has(refusal(without, &cr.c), std::string("field \"") + f.name + "\"")) << f.name;
+  }
+}
+
+// A matched entry's case fields must be its case's: a field that differs names the field
+// and both values (issue: `tp = 4` in an entry whose id says tp8 was accepted and rewritten).
+TEST(ResultsIo, AMatchedEntryMustDescribeItsCase) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  const auto differs = [&](json bad, const char* field, const std::string& have, const std::string& want) {
+    const std::string why = refusal(bad, &cr.c);
+    EXPECT_TRUE(has(why, std::string("field \"") + field + "\"") && has(why, have) && has(why, want))
+        << field << ": " << why;
+    EXPECT_TRUE(has(why, e.at("id").get<std::string>())) << why;
+  };
+  json bad = e;
+  bad["tp"] = 4;
+  differs(bad, "tp", "4", "8");
+  bad = e;
+  bad["model"] = "Llama-3-8B";
+  differs(bad, "model", "\"Llama-3-8B\"", "\"Qwen3-235B-A22B\"");
+  bad = e;
+  bad["source"] = "y.toml:1";
+  differs(bad, "source", "\"y.toml:1\"", "\"x.toml:4\"");
+  bad = e;
+  bad["seed"] = 99;
+  differs(bad, "seed", "99", "3");
+  bad = e;
+  bad.erase("stale");  // optional: absent reads as the default
+  differs(bad, "stale", "\"random\"", "\"nan\"");
+  // Every case field, given the value a default case writes, is refused by name.
+  const CaseResult plain;
+  for (const ResultsField& f : results_fields()) {
+    if (f.role != FieldRole::Case || f.write(plain) == f.write(cr)) continue;
+    bad = e;
+    bad[f.name] = f.write(plain);
+    EXPECT_TRUE(has(refusal(bad, &cr.c), std::string("field \"") + f.name + "\"")) << f.name;
+  }
+}
+
 // Fields with a fixed set of values refuse others, naming the field and the values it may
 // have: the primary reason and component, each cause's, and a negative count.
 TEST(ResultsFields, EnumFieldsRefuseValuesThisVersionDoesNotKnow) {

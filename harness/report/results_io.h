@@ -14,10 +14,12 @@ nlohmann::json case_result_json(const CaseResult& cr);
 
 /// Reads an entry written by case_result_json back, through the same field
 /// table (the case fields, then the result fields). With `c`, the case is
-/// that one (the caller matched it by id); without, it is rebuilt from the
+/// that one (the caller matched it by id): the entry must have that id, and
+/// each of its case fields must be c's. Without, the case is rebuilt from the
 /// entry's own fields and must give the entry's id back. Throws
 /// std::runtime_error naming the field (and the id) when the entry lacks a
-/// field, has one of the wrong type or value, or rebuilds to another id.
+/// field, has one of the wrong type or value, differs from `c` (naming both
+/// values), or rebuilds to another id.
 CaseResult case_result_from_json(const nlohmann::json& entry, const Case* c = nullptr);
 
 /// Status from its results.json spelling ("PASS", "CRASH", ...); throws
