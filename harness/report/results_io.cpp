@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "report/results_fields.h"
@@ -51,6 +52,19 @@ Status parse_status(const std::string& s) {
   for (Status st : {Status::Pass, Status::Fail, Status::Unsupported, Status::Crash, Status::Xpass, Status::Interrupted})
     if (s == to_string(st)) return st;
   throw std::runtime_error(fmt::format("verdict '{}' is not one this kvharness knows", s));
+}
+
+void check_result_fields(const json& e, const std::vector<const char*>& names) {
+  if (!e.is_object()) throw std::runtime_error(fmt::format("a case entry is {}, not an object", e.type_name()));
+  CaseResult scratch;
+  for (const char* name : names) {
+    const auto& all = results_fields();
+    const auto f =
+        std::find_if(all.begin(), all.end(), [&](const ResultsField& r) { return r.name == std::string(name); });
+    if (f == all.end() || f->role != FieldRole::Result)
+      throw std::logic_error(fmt::format("check_result_fields: '{}' is not a result field", name));
+    if (e.contains(name)) f->read(FieldIn(e, name), scratch);
+  }
 }
 
 CaseResult case_result_from_json(const json& e, const Case* c) {
