@@ -16,6 +16,20 @@ const char* to_string(Status s) {
   return "?";
 }
 
+const std::vector<const char*>& reason_names() {
+  using namespace reason;
+  static const std::vector<const char*> names = {kMismatch, kOutOfView,    kUnwritten,   kNanOrInf,
+                                                 kMisroute, kUnsupported,  kLaunchError, kCrash,
+                                                 kTimeout,  kHarnessError, kXpass,       kInterrupted};
+  return names;
+}
+
+const std::vector<const char*>& component_names() {
+  using namespace component;
+  static const std::vector<const char*> names = {kWriter, kReader, kRouter, kHarness};
+  return names;
+}
+
 void add_cause(Verdict& v, const char* comp, const char* why, std::string detail, bool crash) {
   if (v.causes.empty()) {
     v.status = crash ? Status::Crash : Status::Fail;

@@ -34,6 +34,8 @@ inline constexpr const char* kHarnessError = "harness_error";  // host allocatio
 inline constexpr const char* kXpass = "xpass";
 inline constexpr const char* kInterrupted = "interrupted";
 }  // namespace reason
+/// Every reason class above, in that order: the ones a results.json reader accepts.
+const std::vector<const char*>& reason_names();
 
 /// Which part of a case a failure belongs to. A regression fixture exempts
 /// only failures of its own component (DESIGN.md "Regression fixtures").
@@ -43,6 +45,8 @@ inline constexpr const char* kReader = "reader";
 inline constexpr const char* kRouter = "router";
 inline constexpr const char* kHarness = "harness";
 }  // namespace component
+/// Every component above, in that order: the ones a results.json reader accepts.
+const std::vector<const char*>& component_names();
 
 /// One failure found in a case. A pipeline can have several: the writer's
 /// cache, the router's decision and the reader's output are judged apart.

@@ -1,6 +1,7 @@
 #include "report/compare.h"
 
 #include "filter.h"
+#include "report/results_io.h"
 #include "router/router.h"
 
 #include <fmt/format.h>
@@ -15,6 +16,12 @@ namespace kvh::compare {
 namespace {
 
 using json = nlohmann::json;
+
+// The fields of an entry that compare reads (or that say what its verdict means), checked as
+// results.json's reader checks them: a verdict, reason or component this version does not
+// know is an input error, never a difference (a gate must not turn green on it).
+const std::vector<const char*> kCheckedFields = {"verdict", "reason",    "component", "causes",   "expected_failure",
+                                                 "fixture", "kernel_us", "detail",    "routed_to"};
 
 // What every input error says was expected.
 constexpr const char* kExpected =
@@ -56,7 +63,6 @@ Class class_of(const json& e) {
   if (v == "PASS") return Class::Pass;
   if (v == "UNSUPPORTED") return Class::Unsupported;
   if (v == "FAIL") return expected_failure(e) ? Class::XFail : Class::Fail;
-  if (v == "XFAIL") return Class::XFail;
   if (v == "CRASH") {  // expected only where a declaration named it (never by an old file's "fixture")
     auto it = e.find("expected_failure");
     return it != e.end() && it->is_boolean() && it->get<bool>() ? Class::XFail : Class::Crash;
@@ -115,6 +121,11 @@ void check_doc(const json& d) {
         !e["verdict"].is_string())
       throw InputError(fmt::format(
           "cases[{}]: expected an object with string fields \"id\" and \"verdict\"; {}", i, kExpected));
+    try {
+      check_result_fields(e, kCheckedFields);
+    } catch (const std::runtime_error& x) {
+      throw InputError(fmt::format("cases[{}]: {}", i, x.what()));
+    }
   }
 }
 

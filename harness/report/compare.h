@@ -7,8 +7,10 @@
 // "expected_failure" flag (older files: the "fixture" flag on a FAIL):
 //   good  PASS, UNSUPPORTED, XFAIL (a FAIL declared expected)
 //   bad   FAIL (unexpected), CRASH (never expected), XPASS (an expected FAIL
-//         that passed: the fixture no longer shows its bug), and any verdict
-//         this version does not know (a gate must not turn green on it)
+//         that passed: the fixture no longer shows its bug)
+//   A verdict, reason or component this version does not know is an input
+//   error (exit 2), as results.json's reader refuses it: a gate must not
+//   turn green on it.
 //   INTERRUPTED: the run was stopped during the case; no verdict on the
 //         kernel, so the case counts as absent from that run.
 // Among the cases both runs have:
@@ -102,7 +104,9 @@ struct Comparison {
 
 /// Compares two parsed results.json documents, keeping the cases that
 /// `o.filter` matches. Throws InputError for a document that is not a
-/// results file, kvh::FilterError for a bad filter.
+/// results file or has an entry whose verdict, reason, component, causes or
+/// other field compare reads results.json's reader refuses (naming the entry
+/// and the field), kvh::FilterError for a bad filter.
 Comparison compare(const nlohmann::json& a, const nlohmann::json& b, const Options& o = {});
 /// Human-readable report: both runs' headers, the tally, every regression,
 /// slower case, fix and change, interrupted cases and cases of one run only
@@ -111,7 +115,8 @@ std::string format(const Comparison& c, const std::string& name_a, const std::st
 /// kExitGatingDifference when c has a difference that gates under o.fail_on, else kExitNoGatingDifference.
 int exit_code(const Comparison& c, const Options& o);
 /// Loads a results.json file, or DIR/results.json, and checks that it is
-/// one (schema, a cases array of objects with string id and verdict).
+/// one (schema, a cases array of objects with string id and verdict, the
+/// fields compare reads as check_result_fields checks them).
 /// Throws InputError naming the file and what was expected.
 nlohmann::json load(const std::string& path);
 /// A results.json case entry as filter fields (cases/filter.h keys), each

@@ -1,7 +1,10 @@
 #include "report/results_fields.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "layout.h"
@@ -13,11 +16,18 @@ using json = nlohmann::json;
 
 // ---- FieldIn ----
 
+FieldIn FieldIn::inner(const json& object, const char* key, long index) const {
+  FieldIn f(object, key);
+  f.entry_ = entry_;
+  f.place_ = place_ + key_ + (index < 0 ? std::string() : fmt::format("[{}]", index)) + ".";
+  return f;
+}
+
 void FieldIn::bad(const std::string& what) const {
-  const auto id = e_.find("id");
-  throw std::runtime_error(fmt::format("case {}: field \"{}\": {}",
-                                       id != e_.end() && id->is_string() ? id->get<std::string>() : "(no id)", key_,
-                                       what));
+  const auto id = entry_->is_object() ? entry_->find("id") : entry_->end();
+  throw std::runtime_error(fmt::format("case {}: field \"{}{}\": {}",
+                                       id != entry_->end() && id->is_string() ? id->get<std::string>() : "(no id)",
+                                       place_, key_, what));
 }
 
 void FieldIn::wrong_type(const char* expected) const {
@@ -47,6 +57,25 @@ std::optional<double> FieldIn::opt_num() const {
   if (!present() || e_.at(key_).is_null()) return std::nullopt;
   if (!e_.at(key_).is_number()) wrong_type("a number or null");
   return e_.at(key_).get<double>();
+}
+
+int64_t FieldIn::count() const {
+  const json& v = value();
+  if (!v.is_number_integer()) wrong_type("an integer >= 0");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
+                             : v.get<int64_t>() < 0)
+    bad(fmt::format("{} is not a count (an integer from 0 to 2^63-1)", v.dump()));
+  return v.get<int64_t>();
+}
+
+std::string FieldIn::name_in(const std::vector<const char*>& names, const char* what, bool nullable) const {
+  const json& v = value();
+  if (v.is_null() && nullable) return "";
+  if (v.is_null()) bad(fmt::format("null; expected a {}: {}", what, fmt::join(names, ", ")));
+  const std::string s = str();
+  if (std::none_of(names.begin(), names.end(), [&](const char* n) { return s == n; }))
+    bad(fmt::format("'{}' is not a {} this kvharness knows: {}", s, what, fmt::join(names, ", ")));
+  return s;
 }
 
 namespace {
@@ -106,11 +135,12 @@ json write_causes(const CaseResult& cr) {
 void read_causes(const FieldIn& f, CaseResult& cr) {
   const json& causes = f.value();
   if (!causes.is_array()) f.bad("expected an array");
-  for (const json& o : causes) {
-    if (!o.is_object()) f.bad("expected objects");
+  for (size_t i = 0; i < causes.size(); ++i) {
+    const json& o = causes[i];
+    if (!o.is_object()) f.bad(fmt::format("[{}] is {}, expected an object", i, o.type_name()));
     Cause k;
     for (const CauseField& cf : cause_fields())
-      if (!cf.optional || o.contains(cf.name)) cf.read(FieldIn(o, cf.name), k);
+      if (!cf.optional || o.contains(cf.name)) cf.read(f.inner(o, cf.name, long(i)), k);
     cr.v.causes.push_back(std::move(k));
   }
 }
@@ -132,7 +162,8 @@ json write_phases(const CaseResult& cr) {
 void read_phases(const FieldIn& f, CaseResult& cr) {
   const json& ph = f.value();
   if (!ph.is_object()) f.bad("expected an object");
-  for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = FieldIn(ph, phase_name(Phase(p))).opt_num().value_or(0);
+  for (int p = 0; p < kPhaseCount; ++p)
+    cr.phases[size_t(p)] = f.inner(ph, phase_name(Phase(p))).opt_num().value_or(0);
 }
 
 constexpr FieldRole kKey = FieldRole::Key, kCase = FieldRole::Case, kResult = FieldRole::Result, kDerived = FieldRole::Derived;
@@ -269,9 +300,11 @@ std::vector<ResultsField> make_results_fields() {
       {"verdict", kResult, kNotNull, kRequired, [](R r) -> json { return to_string(r.v.status); }, read_verdict,
        "PASS | FAIL | UNSUPPORTED | CRASH | XPASS | INTERRUPTED"},
       {"reason", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.reason); },
-       [](In f, Out o) { o.v.reason = f.str(); }, "the primary cause's reason class; null for PASS"},
+       [](In f, Out o) { o.v.reason = f.name_in(reason_names(), "reason", kNullable); },
+       "the primary cause's reason class (a cause's `reason`, below); null for PASS"},
       {"component", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.component); },
-       [](In f, Out o) { o.v.component = f.str(); }, "writer | reader | router | harness: the primary cause's"},
+       [](In f, Out o) { o.v.component = f.name_in(component_names(), "component", kNullable); },
+       "writer | reader | router | harness: the primary cause's"},
       {"causes", kResult, kNotNull, kRequired, write_causes, read_causes,
        "every failure found, in the order the case checks them (the cause fields below)"},
       {"expected_failure", kResult, kNotNull, kRequired, [](R r) -> json { return r.expected; },
@@ -291,7 +324,7 @@ std::vector<ResultsField> make_results_fields() {
       {"writer_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.writer_us); },
        [](In f, Out o) { o.v.writer_us = f.opt_num(); }, "pipeline: median microseconds of the writer"},
       {"bad_elements", kResult, kNotNull, kRequired, [](R r) -> json { return r.v.bad_elements; },
-       [](In f, Out o) { o.v.bad_elements = f.num<int64_t>(); }, "elements out of tolerance"},
+       [](In f, Out o) { o.v.bad_elements = f.count(); }, "elements out of tolerance: an integer >= 0"},
       {"seed", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.seed; },
        [](In f, Out o) { o.c.seed = f.num<uint64_t>(); }, "the case file's seed"},
       {"data_seed", kResult, kNotNull, kRequired, [](R r) -> json { return std::to_string(r.data_seed); },
@@ -320,9 +353,12 @@ using C = const Cause&;
 std::vector<CauseField> make_cause_fields() {
   return {
       {"component", kResult, kNotNull, kRequired, [](C k) -> json { return k.component; },
-       [](CIn f, COut k) { k.component = f.str(); }, "writer | reader | router | harness"},
+       [](CIn f, COut k) { k.component = f.name_in(component_names(), "component", kNotNull); },
+       "writer | reader | router | harness"},
       {"reason", kResult, kNotNull, kRequired, [](C k) -> json { return k.reason; },
-       [](CIn f, COut k) { k.reason = f.str(); }, "the reason class"},
+       [](CIn f, COut k) { k.reason = f.name_in(reason_names(), "reason", kNotNull); },
+       "the reason class: mismatch | out_of_view_write | unwritten_output | nan_or_inf | misroute | "
+       "unsupported_config | launch_error | crash | timeout | harness_error | xpass | interrupted"},
       {"detail", kResult, kNotNull, kRequired, [](C k) -> json { return k.detail; },
        [](CIn f, COut k) { k.detail = f.str(); }, "one paragraph a human can act on"},
       {"crash", kResult, kNotNull, kRequired, [](C k) -> json { return k.crash; },
@@ -386,15 +422,17 @@ std::string results_fields_markdown() {
          "The report writes every field below, and `--isolate`, `--resume`, `merge` read each one back\n"
          "from the same table.\n\n"
          "- role: `key` is the id, which the case read back (matched by id or rebuilt) must have;\n"
-         "  `case` fields describe the case (read back when an entry rebuilds its case), `result`\n"
-         "  fields its outcome (always read back), `derived` fields follow from the case (written,\n"
-         "  never read).\n"
+         "  `case` fields describe the case (always read back: they rebuild the case, or must be the\n"
+         "  fields of the case matched by id, `--resume` and `--isolate`), `result` fields its outcome\n"
+         "  (always read back), `derived` fields follow from the case (written, never read).\n"
          "- null: whether the value may be null (a field that does not apply, or not measured).\n"
          "- absent: what reading an entry without the field does: `default` (entries of older\n"
          "  versions; the field keeps its default), `ignored` (never read), or `refused` (the entry is\n"
          "  refused, naming the field;\n"
          "  a field that is null for some cases, such as `high_precision` without a router, only where\n"
-         "  it is read).\n\n" +
+         "  it is read).\n"
+         "- meaning: where it lists the values as `a | b | c`, the reader refuses any other, naming the\n"
+         "  field and the values it knows.\n\n" +
          markdown_table(results_fields()) + "\n## Cause objects (`causes`)\n\n" + markdown_table(cause_fields());
 }
 

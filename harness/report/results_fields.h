@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,13 @@ namespace kvh {
 /// entry's id (when it has one) and the key.
 class FieldIn {
  public:
-  FieldIn(const nlohmann::json& entry, const char* key) : e_(entry), key_(key) {}
+  /// Field `key` of case entry `entry`.
+  FieldIn(const nlohmann::json& entry, const char* key) : e_(entry), key_(key), entry_(&entry) {}
+
+  /// Field `key` of `object`, an object inside this field's value: element
+  /// `index` of its array, or the value itself when index < 0. Errors name
+  /// this entry's id and the place: field "causes[1].reason".
+  FieldIn inner(const nlohmann::json& object, const char* key, long index = -1) const;
 
   /// Whether the entry has the key (null counts as present).
   bool present() const { return e_.contains(key_); }
@@ -31,6 +38,11 @@ class FieldIn {
   bool boolean() const;
   /// A number or null; nullopt when null or missing.
   std::optional<double> opt_num() const;
+  /// A count: an integer from 0 to INT64_MAX.
+  int64_t count() const;
+  /// A string that is one of `names`, which `what` names ("reason"); null
+  /// reads as "" where `nullable`. Refuses another string naming all of them.
+  std::string name_in(const std::vector<const char*>& names, const char* what, bool nullable) const;
 
   /// A number, converted to T.
   template <class T>
@@ -53,19 +65,21 @@ class FieldIn {
     }
   }
 
-  /// Refuses the entry: "case ID: field "KEY": what".
+  /// Refuses the entry: "case ID: field "KEY": what" (KEY with its place for an inner field).
   [[noreturn]] void bad(const std::string& what) const;
 
  private:
   [[noreturn]] void wrong_type(const char* expected) const;
-  const nlohmann::json& e_;
+  const nlohmann::json& e_;  // the object holding key_
   const char* key_;
+  const nlohmann::json* entry_;  // the case entry, for its id
+  std::string place_;            // "" or, for an inner field, where its object is: "causes[1]."
 };
 
 /// How a field is read back.
 enum class FieldRole {
   Key,      ///< the id: follows from the case, and the case read back (matched or rebuilt) must have it
-  Case,     ///< a field of the case: read when the entry rebuilds its case (no case matched by id)
+  Case,     ///< a field of the case: always read; it rebuilds the case, or must be the case's matched by id
   Result,   ///< a field of the case's outcome: always read
   Derived,  ///< follows from the case (shuffle, variant): written, never read
 };

@@ -208,6 +208,151 @@ TEST(ResultsFields, AbsentOptionalFieldsReadBackAsTheirDefaults) {
   }
 }
 
+// The message of what case_result_from_json(e, c) throws; "" (and a failure) when it accepts e.
+std::string refusal(const json& e, const Case* c = nullptr) {
+  try {
+    case_result_from_json(e, c);
+  } catch (const std::runtime_error& x) {
+    return x.what();
+  }
+  ADD_FAILURE() << "accepted " << e.dump().substr(0, 200) << (c ? " (matched)" : " (rebuilt)");
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// --resume and --isolate match an entry to its case by id: the entry must still have every
+// required field, as `merge` (which rebuilds the case) demands.
+TEST(ResultsIo, AMatchedEntryLacksNoRequiredField) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  for (const ResultsField& f : results_fields()) {
+    if (f.optional || f.role == FieldRole::Derived) continue;
+    json without = e;
+    without.erase(f.name);
+    EXPECT_TRUE(has(refusal(without, &cr.c), std::string("field \"") + f.name + "\"")) << f.name;
+  }
+}
+
+// A matched entry's case fields must be its case's: a field that differs names the field
+// and both values (issue: `tp = 4` in an entry whose id says tp8 was accepted and rewritten).
+TEST(ResultsIo, AMatchedEntryMustDescribeItsCase) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  const auto differs = [&](json bad, const char* field, const std::string& have, const std::string& want) {
+    const std::string why = refusal(bad, &cr.c);
+    EXPECT_TRUE(has(why, std::string("field \"") + field + "\"") && has(why, have) && has(why, want))
+        << field << ": " << why;
+    EXPECT_TRUE(has(why, e.at("id").get<std::string>())) << why;
+  };
+  json bad = e;
+  bad["tp"] = 4;
+  differs(bad, "tp", "4", "8");
+  bad = e;
+  bad["model"] = "Llama-3-8B";
+  differs(bad, "model", "\"Llama-3-8B\"", "\"Qwen3-235B-A22B\"");
+  bad = e;
+  bad["source"] = "y.toml:1";
+  differs(bad, "source", "\"y.toml:1\"", "\"x.toml:4\"");
+  bad = e;
+  bad["seed"] = 99;
+  differs(bad, "seed", "99", "3");
+  bad = e;
+  bad.erase("stale");  // optional: absent reads as the default
+  differs(bad, "stale", "\"random\"", "\"nan\"");
+  // Every case field, given the value a default case writes, is refused by name.
+  const CaseResult plain;
+  for (const ResultsField& f : results_fields()) {
+    if (f.role != FieldRole::Case || f.write(plain) == f.write(cr)) continue;
+    bad = e;
+    bad[f.name] = f.write(plain);
+    EXPECT_TRUE(has(refusal(bad, &cr.c), std::string("field \"") + f.name + "\"")) << f.name;
+  }
+}
+
+// Fields with a fixed set of values refuse others, naming the field and the values it may
+// have: the primary reason and component, each cause's, and a negative count.
+TEST(ResultsFields, EnumFieldsRefuseValuesThisVersionDoesNotKnow) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  const std::vector<std::string> reasons = {reason::kMismatch,   reason::kOutOfView,   reason::kUnwritten,
+                                            reason::kNanOrInf,   reason::kMisroute,    reason::kUnsupported,
+                                            reason::kLaunchError, reason::kCrash,      reason::kTimeout,
+                                            reason::kHarnessError, reason::kXpass,     reason::kInterrupted};
+  const std::vector<std::string> components = {component::kWriter, component::kReader, component::kRouter,
+                                               component::kHarness};
+  const auto refused = [&](const json& bad, const std::string& field, const std::vector<std::string>& allowed) {
+    for (const Case* c : {static_cast<const Case*>(nullptr), &cr.c}) {
+      const std::string why = refusal(bad, c);
+      EXPECT_TRUE(has(why, "field \"" + field + "\"")) << field << ": " << why;
+      for (const std::string& a : allowed)
+        EXPECT_TRUE(has(why, a)) << field << " does not name " << a << ": " << why;
+    }
+  };
+  json bad = e;
+  bad["reason"] = "bogus";
+  refused(bad, "reason", reasons);
+  bad = e;
+  bad["component"] = "gpu";
+  refused(bad, "component", components);
+  bad = e;
+  bad["causes"][0]["reason"] = "bogus";
+  refused(bad, "causes[0].reason", reasons);
+  bad = e;
+  bad["causes"][1]["component"] = "gpu";
+  refused(bad, "causes[1].component", components);
+  bad = e;
+  bad["causes"][1]["component"] = nullptr;  // never null in a cause
+  refused(bad, "causes[1].component", components);
+  bad = e;
+  bad["bad_elements"] = -5;
+  refused(bad, "bad_elements", {"-5"});
+  bad = e;
+  bad["bad_elements"] = 1.5;
+  refused(bad, "bad_elements", {});
+  // null stays what it is for PASS: no reason, no component.
+  CaseResult pass;
+  pass.c = cr.c;
+  EXPECT_EQ(case_result_json(case_result_from_json(case_result_json(pass))), case_result_json(pass));
+  // Every known value reads back, and the docs list every reason.
+  for (const char* r : reason_names()) {
+    bad = e;
+    bad["reason"] = bad["causes"][0]["reason"] = r;
+    EXPECT_EQ(case_result_json(case_result_from_json(bad)), bad) << r;
+    EXPECT_TRUE(has(results_fields_markdown(), std::string(" ") + r + " ")) << r << ": not in the docs";
+  }
+  for (const char* k : component_names()) {
+    bad = e;
+    bad["component"] = bad["causes"][0]["component"] = k;
+    EXPECT_EQ(case_result_json(case_result_from_json(bad)), bad) << k;
+  }
+  EXPECT_EQ(reason_names().size(), reasons.size());
+  EXPECT_EQ(component_names().size(), components.size());
+}
+
+// An error inside a cause (or phases_ms) names the entry's id and where in it the field is.
+TEST(ResultsFields, ErrorsInsideAFieldNameTheCaseAndThePlace) {
+  const CaseResult cr = every_field_set();
+  const json e = case_result_json(cr);
+  const std::string id = e.at("id");
+  json bad = e;
+  bad["causes"][1].erase("reason");
+  std::string why = refusal(bad);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"causes[1].reason\": missing")) << why;
+  bad = e;
+  bad["causes"][0]["crash"] = "yes";
+  why = refusal(bad, &cr.c);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"causes[0].crash\"")) << why;
+  bad = e;
+  bad["causes"][1] = 3;
+  why = refusal(bad);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"causes\"") && has(why, "[1]")) << why;
+  bad = e;
+  bad["phases_ms"][phase_name(Phase(0))] = "fast";
+  why = refusal(bad);
+  EXPECT_TRUE(has(why, "case " + id + ": field \"phases_ms." + phase_name(Phase(0)) + "\"")) << why;
+}
+
 // docs/results-json.md is the table's Markdown; KVH_UPDATE_DOCS=1 rewrites it.
 TEST(ResultsFields, DocsPageIsCurrent) {
   const std::string path = KVH_SOURCE_DIR "/docs/results-json.md";

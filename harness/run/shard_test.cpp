@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -138,6 +142,57 @@ TEST(ResultsIo, AnEntryThatDoesNotFitIsRefusedByField) {
   Case other = sample_case();
   other.seed = 4;
   EXPECT_THROW(case_result_from_json(good, &other), std::runtime_error) << "matched to another case";
+}
+
+// --resume refuses the entries `merge` refuses, and a case field that is not its case's
+// (issue: a resumed entry without "tp", or with tp 4 under a tp8 id, was refilled from the case).
+TEST(ResultsIo, ResumeRefusesWhatMergeRefuses) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kvh_resume_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  CaseResult cr;
+  cr.c = sample_case();
+  const nlohmann::json good = case_result_json(cr);
+  const auto write = [&](const nlohmann::json& e) {
+    nlohmann::json d = {{"schema", "kvharness.results/1"}, {"identity", "same"}, {"complete", true}, {"shard", ""}};
+    d["cases"] = nlohmann::json::array({e});
+    std::ofstream(dir / "results.json") << d.dump();
+  };
+  // What --resume (matched by id to cr.c) and merge (rebuilt) throw; "" where one accepts it.
+  const auto refusals = [&](const nlohmann::json& e) {
+    write(e);
+    std::pair<std::string, std::string> why;
+    try {
+      load_resumed(dir.string(), {cr.c}, "same", "");
+    } catch (const PartialRunError& x) {
+      why.first = x.what();
+    }
+    try {
+      merge_runs({dir.string()});
+    } catch (const PartialRunError& x) {
+      why.second = x.what();
+    }
+    return why;
+  };
+  ASSERT_EQ(refusals(good), std::make_pair(std::string(), std::string()));
+  for (const char* field : {"tp", "model", "seed", "source", "writer"}) {
+    nlohmann::json e = good;
+    e.erase(field);
+    const auto [resume, merge] = refusals(e);
+    const std::string want = std::string("field \"") + field + "\": missing";
+    EXPECT_NE(resume.find(want), std::string::npos) << "--resume: " << resume;
+    EXPECT_NE(merge.find(want), std::string::npos) << "merge: " << merge;
+  }
+  nlohmann::json e = good;
+  e["reason"] = "bogus";
+  const auto [resume, merge] = refusals(e);
+  EXPECT_NE(resume.find("field \"reason\": 'bogus'"), std::string::npos) << "--resume: " << resume;
+  EXPECT_NE(merge.find("field \"reason\": 'bogus'"), std::string::npos) << "merge: " << merge;
+  e = good;
+  e["tp"] = 4;
+  const std::string tampered = refusals(e).first;
+  EXPECT_NE(tampered.find("field \"tp\": 4"), std::string::npos) << "--resume: " << tampered;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
