@@ -30,6 +30,7 @@
 #include "check/tolerance.h"
 #include "device/counter_rng.h"
 #include "device/device.h"
+#include "route_boundaries.h"
 #include "router/router.h"
 #include "run/parallel.h"
 
@@ -552,16 +553,9 @@ void run_on_device(DecodeCase& d) {
 
 int64_t target_compute_units(const std::string& target) {
   if (target.empty()) return device::info().compute_units;
-  if (target.rfind("cus=", 0) == 0) {
-    size_t used = 0;
-    long long n = -1;
-    try {
-      n = std::stoll(target.substr(4), &used);
-    } catch (const std::exception&) {
-    }
-    if (n < 1 || used != target.size() - 4)
-      throw std::invalid_argument("target '" + target + "': expected cus=N with N >= 1");
-    return n;
+  if (target.rfind("cus=", 0) == 0) {  // the case model's one cus=N parser (cases/route_boundaries.h)
+    if (const std::optional<int64_t> n = target_compute_units_of(target)) return *n;
+    throw std::invalid_argument("target '" + target + "': expected cus=N with N >= 1");
   }
   return routing::compute_units_of(target);
 }
