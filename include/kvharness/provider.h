@@ -54,6 +54,7 @@ extern "C" {
 #define KVH_PROVIDER_OPEN_SYMBOL "kvh_provider_open"
 #define KVH_PROVIDER_SYMBOL_V1 "kvh_provider_kernels"
 #define KVH_MAX_DIMS 6
+#define KVH_MAX_WORKSPACES 8 /* typed workspaces of one reader call */
 
 /** Return code of a kernel entry point: the provider failed (raised), not the kernel. */
 #define KVH_RAISED (-1)
@@ -92,7 +93,8 @@ typedef enum kvh_scale_granularity {
 
 /** Score modifiers a reader may support (kvh_capabilities.modifiers bits). */
 typedef enum kvh_modifier {
-  KVH_MOD_SLIDING_WINDOW = 1, KVH_MOD_SINKS = 2, KVH_MOD_SOFTCAP = 4, KVH_MOD_ALIBI = 8
+  KVH_MOD_SLIDING_WINDOW = 1, KVH_MOD_SINKS = 2, KVH_MOD_SOFTCAP = 4, KVH_MOD_ALIBI = 8,
+  KVH_MOD_NON_CAUSAL = 16 /* ragged queries with causal = 0 (every query token sees the whole sequence) */
 } kvh_modifier;
 
 /** Cache formats (DESIGN.md table), tensor shapes outermost first, x = 16 / sizeof(cache element):
@@ -131,9 +133,15 @@ typedef struct kvh_write_args {
   /* Later versions append fields here. */
 } kvh_write_args;
 
-/** Arguments of a paged decode-attention reader: one query token per sequence. Growable.
- *  out          [num_seqs, num_heads, head_size], dtype of query; written in full
- *  query        [num_seqs, num_heads, head_size], any strides (a view of a fused QKV buffer)
+/** Arguments of a paged attention reader. Growable.
+ *  Decode (every ABI): one query token per sequence, num_query_tokens = num_seqs.
+ *  Ragged (kvharness 0.4, a reader whose capabilities declare max_query_len > 1): sequence s
+ *  has q_s = query_start_loc[s+1] - query_start_loc[s] new query tokens (1 <= q_s <= L_s, the
+ *  last q_s of its L_s = seq_lens[s] tokens; chunked prefill, speculative decode), packed:
+ *  query row query_start_loc[s] + j is token j of sequence s. Older readers only ever get
+ *  decode calls (q_s = 1), where every field below means what it meant before.
+ *  out          [num_query_tokens, num_heads, head_size], dtype of query; written in full
+ *  query        [num_query_tokens, num_heads, head_size], any strides (a view of a fused QKV buffer)
  *  key_cache    PA_V1/SHUFFLE [num_blocks, num_kv_heads, head_size/x, block_size, x];
  *               NHD/HND as value_cache (the reader's cache_format says which)
  *  value_cache  PA_V1 [num_blocks, num_kv_heads, head_size, block_size] or
@@ -142,9 +150,16 @@ typedef struct kvh_write_args {
  *               HND [num_blocks, num_kv_heads, block_size, head_size]
  *  block_tables [num_seqs, max_blocks_per_seq] int32, physical block (kernel page) ids;
  *               entries past a sequence's last page are padding (out of range)
- *  context_lens [num_seqs] int32, tokens of each sequence (>= 1)
+ *  context_lens [num_seqs] int32, tokens of each sequence (>= 1), the new query tokens included
  *  GQA: query head h reads kv head h / (num_heads / num_kv_heads) (vLLM, aiter).
- *  workspace: device memory of at least workspace_bytes(args) bytes, for split-K partials. */
+ *  workspace: device memory of at least workspace_bytes(args) bytes, for split-K partials
+ *  (or typed workspaces: kvh_kernel_desc.workspaces).
+ *  Every array the harness passes (block_tables, context_lens, seq_lens, query_start_loc, the
+ *  scale tensors, sinks, alibi_slopes, workspaces) sits in its own guarded allocation whose
+ *  margins are checked after the call: writing outside an array (or into a read-only one) is
+ *  FAIL out_of_view_write naming it. Margins read back as: block_tables the padding id (a NaN
+ *  page), context_lens/seq_lens 1, query_start_loc num_query_tokens + 1 (a phantom sequence
+ *  writes past `out`), workspaces NaN. */
 typedef struct kvh_attention_args {
   KVH_STRUCT_SIZE(struct kvh_attention_args);
   uint32_t reserved; /* zero */
@@ -172,8 +187,34 @@ typedef struct kvh_attention_args {
   kvh_tensor alibi_slopes;    /* f32 [num_heads], per local query head, from the global head index; null = off */
   int64_t cache_block_size;   /* the cache manager's block size when it is a multiple of the kernel's
                                  page (block_size); block_tables are in kernel pages; 0 = block_size */
+  /* ---- appended in kvharness 0.4 (ragged queries) ----
+   * Query token j of sequence s (q_s new tokens, L_s tokens in all) sits at position
+   *   p = L_s - q_s + j
+   * and, when causal, sees keys t <= p (aligned to the sequence's end); with causal = 0 it sees
+   * every t < L_s. The modifiers are relative to p, as decode's are to L - 1:
+   *   s += alibi_slopes[h] * (t - p);  t is masked when sliding_window > 0 and t <= p - sliding_window.
+   * Decode is q_s = 1, p = L_s - 1. The harness fills these on decode calls too. */
+  kvh_tensor query_start_loc; /* int32 [num_seqs + 1], query_start_loc[0] = 0, nondecreasing (cu_seqlens_q) */
+  kvh_tensor seq_lens;        /* int32 [num_seqs], tokens of each sequence: the values of context_lens */
+  int32_t max_query_len;      /* largest q_s (1: a decode call) */
+  int32_t num_query_tokens;   /* rows of query and out: query_start_loc[num_seqs] */
+  int32_t causal;             /* 1: causal within each chunk; 0: every query token sees the whole sequence */
+  int32_t num_workspaces;     /* typed workspaces below (kvh_kernel_desc.workspaces); 0 = none */
+  kvh_tensor k_scale_tensor, v_scale_tensor; /* f32 [1]: k_scale and v_scale as tensors (stacks pass tensors) */
+  kvh_tensor workspaces[KVH_MAX_WORKSPACES]; /* typed workspaces, as the reader declared them, filled
+                                 with NaN (f32/f16/bf16) or 0x7FC0DEAD words (integer types) */
   /* Later versions append fields here. */
 } kvh_attention_args;
+
+
+/** One typed workspace a reader asks for (kvh_kernel_desc.workspaces): a dense tensor of
+ *  `shape` (elements, outermost first) and `dtype`; `name` (NUL-terminated) names it in verdicts. */
+typedef struct kvh_workspace_spec {
+  int32_t dtype; /* kvh_dtype */
+  int32_t ndim;  /* 1 .. KVH_MAX_DIMS */
+  int64_t shape[KVH_MAX_DIMS];
+  char name[32];
+} kvh_workspace_spec;
 
 typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
 
@@ -192,12 +233,19 @@ typedef struct kvh_capabilities {
   uint32_t cache_dtypes;      /* bit (1u << kvh_dtype) per cache element type; 0: the K/V dtype only */
   uint32_t kv_scales;         /* bit (1u << kvh_scale_granularity) per granularity; 0: NONE only */
   uint32_t modifiers;         /* kvh_modifier bits; 0: none */
+  /* ---- appended in kvharness 0.4 ---- */
+  int32_t max_query_len;      /* largest q_s the reader takes; 0 or 1: decode only (a ragged case is
+                                 UNSUPPORTED, or misroute when a router picked it) */
 } kvh_capabilities;
 
 typedef int (*kvh_write_fn)(void* context, const kvh_write_args* args, void* stream);
 typedef int (*kvh_attention_fn)(void* context, const kvh_attention_args* args, void* stream);
 /** Sets *bytes to the workspace `args` needs (args.workspace is null then); returns 0, or KVH_RAISED. */
 typedef int (*kvh_workspace_fn)(void* context, const kvh_attention_args* args, uint64_t* bytes);
+/** Typed workspaces: fills specs[0 .. *count) (*count <= max_specs = KVH_MAX_WORKSPACES) for
+ *  `args` (its workspaces are not set yet); returns 0, or KVH_RAISED. */
+typedef int (*kvh_workspaces_fn)(void* context, const kvh_attention_args* args, kvh_workspace_spec* specs,
+                                 int32_t max_specs, int32_t* count);
 /** The message of the last KVH_RAISED on this context (this thread); valid until the next call on it. */
 typedef const char* (*kvh_last_error_fn)(void* context);
 
@@ -218,6 +266,9 @@ typedef struct kvh_kernel_desc {
   kvh_workspace_fn workspace_bytes; /* role == KVH_ROLE_READER; may be null (no workspace) */
   kvh_last_error_fn last_error;     /* may be null (the provider never returns KVH_RAISED) */
   const kvh_capabilities* capabilities; /* may be null: every default */
+  /* ---- appended in kvharness 0.4 ---- */
+  kvh_workspaces_fn workspaces;     /* role == KVH_ROLE_READER; may be null. When set, the harness asks it
+                                       instead of workspace_bytes and passes kvh_attention_args.workspaces */
 } kvh_kernel_desc;
 
 /** What the harness tells a provider when it opens it. Growable. */

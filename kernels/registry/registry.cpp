@@ -94,6 +94,35 @@ uint64_t WorkspaceEntry::operator()(const kvh_attention_args* args) const {
   }
   return bytes;
 }
+
+std::vector<kvh_workspace_spec> WorkspacesEntry::operator()(const kvh_attention_args* args) const {
+  std::vector<kvh_workspace_spec> specs(KVH_MAX_WORKSPACES);
+  std::memset(static_cast<void*>(specs.data()), 0, specs.size() * sizeof(kvh_workspace_spec));
+  int32_t count = 0;
+  if (fn_(context_, args, specs.data(), KVH_MAX_WORKSPACES, &count) != 0) {
+    const char* m = last_error_ ? last_error_(context_) : nullptr;
+    throw std::runtime_error(std::string("workspaces raised: ") + (m && *m ? m : "(no message)"));
+  }
+  if (count < 0 || count > KVH_MAX_WORKSPACES)
+    throw std::runtime_error("workspaces: count " + std::to_string(count) + " outside 0.." +
+                             std::to_string(KVH_MAX_WORKSPACES));
+  specs.resize(size_t(count));
+  for (int32_t i = 0; i < count; ++i) {
+    const kvh_workspace_spec& w = specs[size_t(i)];
+    const std::string at = "workspaces: entry " + std::to_string(i);
+    if (std::memchr(w.name, 0, sizeof(w.name)) == nullptr) throw std::runtime_error(at + ": name not NUL-terminated");
+    if (w.ndim < 1 || w.ndim > KVH_MAX_DIMS)
+      throw std::runtime_error(at + " ('" + w.name + "'): ndim " + std::to_string(w.ndim) + " outside 1..6");
+    if (w.dtype < KVH_DT_F16 || w.dtype > KVH_DT_I32)
+      throw std::runtime_error(at + " ('" + w.name + "'): dtype " + std::to_string(w.dtype) +
+                               " is not f16, bf16, i64, f32 or i32");
+    for (int d = 0; d < w.ndim; ++d)
+      if (w.shape[d] < 0 || w.shape[d] > (int64_t(1) << 40))
+        throw std::runtime_error(at + " ('" + w.name + "'): shape[" + std::to_string(d) + "] = " +
+                                 std::to_string(w.shape[d]) + " outside 0..2^40");
+  }
+  return specs;
+}
 }  // namespace detail
 
 std::string Kernel::last_error() const {
@@ -124,10 +153,15 @@ std::string Kernel::outside_capabilities(const KernelUse& u) const {
   if (c.max_gqa_ratio > 0 && u.num_kv_heads > 0 && u.num_heads / u.num_kv_heads > c.max_gqa_ratio)
     return name + " declares a GQA ratio of at most " + std::to_string(c.max_gqa_ratio) + "; this case has " +
            std::to_string(u.num_heads / u.num_kv_heads);
+  if (u.max_query_len > c.max_query_len)
+    return name + (c.max_query_len == 1 ? std::string(" is a decode-only reader (max_query_len 1)")
+                                        : " declares max_query_len " + std::to_string(c.max_query_len)) +
+           "; this case has up to " + std::to_string(u.max_query_len) + " query tokens per sequence";
   if (const uint32_t missing = u.modifiers & ~c.modifiers) {
     std::string names;
     for (const auto& [bit, n] : {std::pair{KVH_MOD_SLIDING_WINDOW, "sliding_window"}, std::pair{KVH_MOD_SINKS, "sinks"},
-                                 std::pair{KVH_MOD_SOFTCAP, "softcap"}, std::pair{KVH_MOD_ALIBI, "alibi"}})
+                                 std::pair{KVH_MOD_SOFTCAP, "softcap"}, std::pair{KVH_MOD_ALIBI, "alibi"},
+                                 std::pair{KVH_MOD_NON_CAUSAL, "causal = false"}})
       if (missing & uint32_t(bit)) names += (names.empty() ? "" : ", ") + std::string(n);
     return name + " declares no support for score modifier(s) " + names + "; this case uses them";
   }
@@ -259,6 +293,8 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   if (d.write) k.write = detail::Entry<kvh_write_args>(d.write, d.context);
   if (d.attention) k.attention = detail::Entry<kvh_attention_args>(d.attention, d.context);
   if (d.workspace_bytes) k.workspace_bytes = detail::WorkspaceEntry(d.workspace_bytes, d.context, d.last_error);
+  if (KVH_HAS_FIELD(&d, kvh_kernel_desc, workspaces) && d.workspaces)
+    k.workspaces = detail::WorkspacesEntry(d.workspaces, d.context, d.last_error);
   if (d.capabilities) {
     const kvh_capabilities c = read_growable(d.capabilities);
     if (c.num_head_sizes > 0 && c.head_sizes) k.caps.head_sizes.assign(c.head_sizes, c.head_sizes + c.num_head_sizes);
@@ -272,6 +308,7 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
       k.caps.kv_scales = c.kv_scales;
     }
     k.caps.modifiers = c.modifiers;
+    if (KVH_HAS_FIELD(&c, kvh_capabilities, max_query_len)) k.caps.max_query_len = std::max(c.max_query_len, 1);
   }
   if (!k.caps.dtypes) k.caps.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
   k.caps.cache_formats |= 1u << d.cache_format;

@@ -32,6 +32,7 @@ struct Capabilities {
   uint32_t cache_dtypes = 0;         // bit (1u << kvh_dtype) per cache element type; 0: the K/V dtype only
   uint32_t kv_scales = 0;            // bit (1u << kvh_scale_granularity); NONE is always accepted
   uint32_t modifiers = 0;            // kvh_modifier bits the reader applies; 0: none
+  int32_t max_query_len = 1;         // largest query tokens per sequence; 1: decode only
 };
 
 /// What a case asks of a kernel, checked against its Capabilities.
@@ -42,6 +43,7 @@ struct KernelUse {
   int32_t cache_dtype = 0;                            // kvh_dtype of the cache elements; 0: dtype (16-bit cache)
   kvh_scale_granularity kv_scales = KVH_SCALES_NONE;  // fp8 scale granularity
   uint32_t modifiers = 0;  // kvh_modifier bits the case turns on
+  int64_t max_query_len = 1;  // the case's largest query tokens per sequence (1: decode)
 };
 
 namespace detail {
@@ -77,6 +79,24 @@ class WorkspaceEntry {
   void* context_ = nullptr;
   kvh_last_error_fn last_error_ = nullptr;
 };
+
+/// A reader's typed workspace query (kvh_workspaces_fn), callable as `fn(&args)`.
+class WorkspacesEntry {
+ public:
+  WorkspacesEntry() = default;
+  WorkspacesEntry(kvh_workspaces_fn fn, void* context, kvh_last_error_fn last_error)
+      : fn_(fn), context_(context), last_error_(last_error) {}
+  explicit operator bool() const { return fn_ != nullptr; }
+  /// The workspaces `args` needs. Throws std::runtime_error with the provider's
+  /// message when it raised, or naming the bad entry when a count, ndim,
+  /// shape (negative) or dtype is out of range or a name is not NUL-terminated.
+  std::vector<kvh_workspace_spec> operator()(const kvh_attention_args* args) const;
+
+ private:
+  kvh_workspaces_fn fn_ = nullptr;
+  void* context_ = nullptr;
+  kvh_last_error_fn last_error_ = nullptr;
+};
 }  // namespace detail
 
 /// One kernel as the harness calls it, whatever ABI it came through.
@@ -91,6 +111,7 @@ struct Kernel {
   detail::Entry<kvh_write_args> write;          // role == KVH_ROLE_WRITER
   detail::Entry<kvh_attention_args> attention;  // role == KVH_ROLE_READER
   detail::WorkspaceEntry workspace_bytes;       // may be empty (no workspace)
+  detail::WorkspacesEntry workspaces;           // typed workspaces; when set, used instead of workspace_bytes
   void* context = nullptr;
   kvh_last_error_fn last_error_fn = nullptr;
 
