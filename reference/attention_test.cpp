@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace kvh::reference {
 namespace {
@@ -207,6 +213,256 @@ TEST(ReferenceAttentionModifiers, RejectsBadModifiers) {
   in = tiny();
   in.sliding_window = -2;
   EXPECT_THROW(decode_attention(in), std::invalid_argument);
+}
+
+// ---- Ragged attention ----
+
+// Random non-zero entries in [-2, -0.05] U [0.05, 2].
+RowMatrix random_nonzero(int64_t rows, int64_t cols, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> mag(0.05, 2.0);
+  std::bernoulli_distribution neg(0.5);
+  RowMatrix m(rows, cols);
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = neg(rng) ? -mag(rng) : mag(rng);
+  return m;
+}
+
+// A ragged batch with the given (q_s, L_s) per sequence.
+RaggedAttentionInput ragged_batch(int64_t H, int64_t KVH, int64_t D, const std::vector<std::pair<int64_t, int64_t>>& q_and_l,
+                                  std::mt19937_64& rng) {
+  RaggedAttentionInput in;
+  in.num_heads = H, in.num_kv_heads = KVH, in.head_size = D, in.scale = 1.0 / std::sqrt(double(D));
+  in.query_start_loc = {0};
+  for (const auto& [q, L] : q_and_l) {
+    in.query_start_loc.push_back(in.query_start_loc.back() + q);
+    in.keys.push_back(random_nonzero(L, KVH * D, rng));
+    in.values.push_back(random_nonzero(L, KVH * D, rng));
+  }
+  in.query = random_nonzero(in.query_start_loc.back(), H * D, rng);
+  return in;
+}
+
+// Bugs a kernel could have, planted in the brute force to show the comparison sees them.
+enum class Planted { kNone, kCausalOffByOne, kWindowFromEnd, kDropLastRow };
+
+// Token by token, head by head, key by key: scalar loops and an explicit visibility test,
+// sharing nothing with attention.cpp.
+RowMatrix brute_force(const RaggedAttentionInput& in, Planted bug = Planted::kNone) {
+  const int64_t H = in.num_heads, D = in.head_size, group = in.num_heads / in.num_kv_heads;
+  const int64_t W = in.sliding_window;
+  RowMatrix out = RowMatrix::Zero(in.query.rows(), H * D);
+  for (size_t s = 0; s + 1 < in.query_start_loc.size(); ++s) {
+    const RowMatrix &K = in.keys[s], &V = in.values[s];
+    const int64_t L = K.rows(), q = in.query_start_loc[s + 1] - in.query_start_loc[s];
+    for (int64_t j = 0; j < q; ++j) {
+      const int64_t row = in.query_start_loc[s] + j;
+      if (bug == Planted::kDropLastRow && j == q - 1) continue;
+      const int64_t p = L - q + j;
+      const int64_t mask_p = bug == Planted::kCausalOffByOne ? p - 1 : p;
+      const int64_t window_p = bug == Planted::kWindowFromEnd ? L - 1 : mask_p;
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t kvh = h / group;
+        std::vector<double> logit;
+        std::vector<int64_t> token;
+        for (int64_t t = 0; t < L; ++t) {
+          const bool causal_ok = !in.causal || t <= mask_p;
+          const bool window_ok = W == 0 || t > window_p - W;
+          if (!causal_ok || !window_ok) continue;
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += in.query(row, h * D + d) * K(t, kvh * D + d);
+          double x = in.scale * dot;
+          if (in.softcap > 0) x = in.softcap * std::tanh(x / in.softcap);
+          if (!in.alibi_slopes.empty()) x += in.alibi_slopes[size_t(h)] * double(t - p);
+          logit.push_back(x);
+          token.push_back(t);
+        }
+        double m = -std::numeric_limits<double>::infinity();
+        for (double x : logit) m = std::max(m, x);
+        if (!in.sinks.empty()) m = std::max(m, in.sinks[size_t(h)]);
+        double denom = in.sinks.empty() ? 0.0 : std::exp(in.sinks[size_t(h)] - m);
+        for (double x : logit) denom += std::exp(x - m);
+        for (int64_t d = 0; d < D; ++d) {
+          double acc = 0;
+          for (size_t i = 0; i < logit.size(); ++i) acc += std::exp(logit[i] - m) * V(token[i], kvh * D + d);
+          out(row, h * D + d) = acc / denom;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+double max_abs_diff(const RowMatrix& a, const RowMatrix& b) {
+  EXPECT_EQ(a.rows(), b.rows());
+  EXPECT_EQ(a.cols(), b.cols());
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return std::numeric_limits<double>::infinity();
+  return (a - b).cwiseAbs().maxCoeff();
+}
+
+// Every combination of the modifiers on `base` (window, softcap, ALiBi, sinks, causal).
+void for_each_modifier_combination(const RaggedAttentionInput& base, std::mt19937_64& rng,
+                                   const std::function<void(const RaggedAttentionInput&, const std::string&)>& f) {
+  std::uniform_real_distribution<double> sink(-1.0, 2.0);
+  std::vector<double> sinks(size_t(base.num_heads));
+  for (double& x : sinks) x = sink(rng);
+  const std::vector<double> slopes = alibi_slopes(base.num_heads);
+  for (int64_t window : {0, 1, 5, 17, 1000})
+    for (double softcap : {0.0, 0.8})
+      for (bool alibi : {false, true})
+        for (bool with_sinks : {false, true})
+          for (bool causal : {true, false}) {
+            RaggedAttentionInput in = base;
+            in.sliding_window = window, in.softcap = softcap, in.causal = causal;
+            if (alibi) in.alibi_slopes = slopes;
+            if (with_sinks) in.sinks = sinks;
+            f(in, "window " + std::to_string(window) + " softcap " + std::to_string(softcap) + " alibi " +
+                      std::to_string(alibi) + " sinks " + std::to_string(with_sinks) + " causal " +
+                      std::to_string(causal));
+          }
+}
+
+// q_s = 1 everywhere: ragged_attention is decode_attention, modifiers and all.
+TEST(ReferenceRaggedAttention, OneQueryTokenPerSequenceIsDecode) {
+  std::mt19937_64 rng(11);
+  const RaggedAttentionInput base = ragged_batch(12, 2, 8, {{1, 1}, {1, 7}, {1, 30}, {1, 2}, {1, 19}}, rng);
+  for_each_modifier_combination(base, rng, [](const RaggedAttentionInput& in, const std::string& what) {
+    DecodeAttentionInput dec;
+    static_cast<AttentionParams&>(dec) = in;
+    dec.query = in.query, dec.keys = in.keys, dec.values = in.values;
+    EXPECT_LT(max_abs_diff(ragged_attention(in), decode_attention(dec)), 1e-12) << what;
+  });
+}
+
+// Random ragged batches (decode rows, short prefills, a chunk of 40, q = L) against the brute force.
+TEST(ReferenceRaggedAttention, MatchesBruteForceOnRandomRaggedBatches) {
+  std::mt19937_64 rng(12);
+  std::uniform_int_distribution<int64_t> qd(1, 9), extra(0, 60);
+  for (int batch = 0; batch < 3; ++batch) {
+    std::vector<std::pair<int64_t, int64_t>> q_and_l;
+    for (int s = 0; s < 5; ++s) {
+      const int64_t q = qd(rng);
+      q_and_l.push_back({q, std::min<int64_t>(100, q + extra(rng))});
+    }
+    q_and_l.push_back({40, 40 + extra(rng)});  // a prefill chunk over an earlier context
+    q_and_l.push_back({9, 9});                 // a whole prompt: q = L
+    q_and_l.push_back({1, 100});
+    std::shuffle(q_and_l.begin(), q_and_l.end(), rng);
+    const RaggedAttentionInput base = ragged_batch(12, 2, 8, q_and_l, rng);
+    for_each_modifier_combination(base, rng, [](const RaggedAttentionInput& in, const std::string& what) {
+      EXPECT_LT(max_abs_diff(ragged_attention(in), brute_force(in)), 1e-12) << what;
+    });
+  }
+}
+
+// A prefill chunk big enough to be cut into several tiles of query tokens (2^21 logits a
+// tile: here 6 * 1500 per token, so 233 tokens a tile), window and all.
+TEST(ReferenceRaggedAttention, TiledLongChunkMatchesBruteForce) {
+  std::mt19937_64 rng(13);
+  RaggedAttentionInput in = ragged_batch(6, 1, 4, {{700, 1500}, {3, 5}}, rng);
+  EXPECT_LT(max_abs_diff(ragged_attention(in), brute_force(in)), 1e-12);
+  in.sliding_window = 300, in.alibi_slopes = alibi_slopes(6), in.sinks = std::vector<double>(6, 0.5);
+  EXPECT_LT(max_abs_diff(ragged_attention(in), brute_force(in)), 1e-12);
+  in.causal = false;
+  EXPECT_LT(max_abs_diff(ragged_attention(in), brute_force(in)), 1e-12);
+}
+
+// The per-sequence entry point gives the rows of the batched one; q = 0 gives no rows.
+TEST(ReferenceRaggedAttention, SequenceEntryPointGivesTheBatchRows) {
+  std::mt19937_64 rng(14);
+  RaggedAttentionInput in = ragged_batch(4, 2, 8, {{3, 10}, {0, 4}, {5, 5}}, rng);
+  in.sliding_window = 4, in.softcap = 1.5;
+  const RowMatrix all = ragged_attention(in);
+  for (size_t s = 0; s < 3; ++s) {
+    const int64_t a = in.query_start_loc[s], q = in.query_start_loc[s + 1] - a;
+    const RowMatrix one = ragged_sequence_attention(in, in.query.middleRows(a, q), in.keys[s], in.values[s]);
+    ASSERT_EQ(one.rows(), q);
+    if (q > 0) EXPECT_EQ(max_abs_diff(one, all.middleRows(a, q)), 0.0);
+  }
+}
+
+// The comparison of MatchesBruteForceOnRandomRaggedBatches sees each planted bug.
+TEST(ReferenceRaggedAttention, PlantedBugsAreSeen) {
+  std::mt19937_64 rng(15);
+  // L > q everywhere: a mask one token early still leaves each query a key.
+  RaggedAttentionInput in = ragged_batch(12, 2, 8, {{40, 100}, {5, 30}, {1, 20}}, rng);
+  const RowMatrix ref = ragged_attention(in);
+  EXPECT_LT(max_abs_diff(ref, brute_force(in)), 1e-12);
+  EXPECT_GT(max_abs_diff(ref, brute_force(in, Planted::kCausalOffByOne)), 1e-3);
+  EXPECT_GT(max_abs_diff(ref, brute_force(in, Planted::kDropLastRow)), 1e-3);
+  in.sliding_window = 50;  // > q - 1: the window from the end still leaves each query a key
+  const RowMatrix windowed = ragged_attention(in);
+  EXPECT_LT(max_abs_diff(windowed, brute_force(in)), 1e-12);
+  EXPECT_GT(max_abs_diff(windowed, brute_force(in, Planted::kWindowFromEnd)), 1e-3);
+  EXPECT_GT(max_abs_diff(windowed, brute_force(in, Planted::kCausalOffByOne)), 1e-3);
+}
+
+// Three tokens, the last two new (q = 2, L = 3), one head, D = 1, q = k = 0 (equal logits):
+// token 0 of the query (p = 1) averages V[0..1], token 1 (p = 2) averages V[0..2];
+// not causal, both average V[0..2]; window 1 keeps V[p] alone.
+TEST(ReferenceRaggedAttention, TinyCausalAlignedToTheEnd) {
+  RaggedAttentionInput in;
+  in.num_heads = in.num_kv_heads = in.head_size = 1;
+  in.query = RowMatrix::Zero(2, 1);
+  in.query_start_loc = {0, 2};
+  in.keys = {RowMatrix::Zero(3, 1)};
+  RowMatrix v(3, 1);
+  v << 1, 2, 6;
+  in.values = {v};
+  RowMatrix out = ragged_attention(in);
+  EXPECT_NEAR(out(0, 0), 1.5, 1e-15);
+  EXPECT_NEAR(out(1, 0), 3.0, 1e-15);
+  in.causal = false;
+  out = ragged_attention(in);
+  EXPECT_NEAR(out(0, 0), 3.0, 1e-15);
+  EXPECT_NEAR(out(1, 0), 3.0, 1e-15);
+  in.causal = true, in.sliding_window = 1;
+  out = ragged_attention(in);
+  EXPECT_EQ(out(0, 0), 2.0);
+  EXPECT_EQ(out(1, 0), 6.0);
+}
+
+// The message of the std::invalid_argument f throws ("" when it throws none).
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ReferenceRaggedAttention, RejectsBadInputsWithClearMessages) {
+  std::mt19937_64 rng(16);
+  const RaggedAttentionInput good = ragged_batch(4, 2, 2, {{2, 3}, {1, 4}}, rng);
+  ASSERT_EQ(error_of([&] { ragged_attention(good); }), "");
+  auto message = [&](const std::function<void(RaggedAttentionInput&)>& spoil) {
+    RaggedAttentionInput in = good;
+    spoil(in);
+    return error_of([&] { ragged_attention(in); });
+  };
+  auto has = [](const std::string& msg, const std::string& part) {
+    return msg.rfind("ragged_attention: ", 0) == 0 && msg.find(part) != std::string::npos;
+  };
+  EXPECT_PRED2(has, message([](auto& in) { in.num_heads = 0; }), "must be positive");
+  EXPECT_PRED2(has, message([](auto& in) { in.num_kv_heads = 3; }), "num_heads 4 is not a multiple of num_kv_heads 3");
+  EXPECT_PRED2(has, message([](auto& in) { in.query = RowMatrix::Ones(3, 6); }), "num_heads * head_size columns");
+  EXPECT_PRED2(has, message([](auto& in) { in.query_start_loc = {0, 3}; }), "query_start_loc needs num_seqs + 1 = 3 entries, has 2");
+  EXPECT_PRED2(has, message([](auto& in) { in.query_start_loc = {1, 2, 3}; }), "query_start_loc must start at 0");
+  EXPECT_PRED2(has, message([](auto& in) { in.query_start_loc = {0, 3, 2}; }), "query_start_loc decreases at sequence 1");
+  EXPECT_PRED2(has, message([](auto& in) { in.query_start_loc = {0, 2, 2}; }), "query_start_loc ends at 2, query has 3 rows");
+  EXPECT_PRED2(has, message([](auto& in) { in.keys[0] = RowMatrix::Ones(1, 4), in.values[0] = RowMatrix::Ones(1, 4); }),
+               "sequence 0: more query tokens (2) than context tokens (1)");
+  EXPECT_PRED2(has, message([](auto& in) { in.values.pop_back(); }), "values has 1 sequences, keys 2");
+  EXPECT_PRED2(has, message([](auto& in) { in.keys[1] = RowMatrix::Ones(4, 3); }), "sequence 1: keys/values must have num_kv_heads * head_size columns");
+  EXPECT_PRED2(has, message([](auto& in) { in.values[1] = RowMatrix::Ones(5, 4); }), "sequence 1: keys and values of a sequence must have the same context_len");
+  EXPECT_PRED2(has, message([](auto& in) { in.sliding_window = -1; }), "sliding_window must be >= 0");
+  EXPECT_PRED2(has, message([](auto& in) { in.softcap = -0.5; }), "softcap must be >= 0");
+  EXPECT_PRED2(has, message([](auto& in) { in.sinks = {1, 2, 3}; }), "sinks must be empty or have num_heads entries");
+  EXPECT_PRED2(has, message([](auto& in) { in.alibi_slopes = {1}; }), "alibi_slopes must be empty or have num_heads entries");
+  // The per-sequence entry point names itself.
+  const std::string msg = error_of([&] {
+    ragged_sequence_attention(good, RowMatrix::Ones(4, 8), good.keys[0], good.values[0]);
+  });
+  EXPECT_EQ(msg, "ragged_sequence_attention: more query tokens (4) than context tokens (3)");
 }
 
 }  // namespace
