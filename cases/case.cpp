@@ -102,14 +102,30 @@ std::string kernels_of(const Case& c) {
 }
 
 
+// An explicit list of lengths: "L1+L2+..." up to 8, else "N@HASH" (64-bit FNV-1a of them in hex).
+std::string list_part(const std::vector<int64_t>& lens) {
+  if (lens.size() <= 8) return fmt::format("{}", fmt::join(lens, "+"));
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int64_t n : lens)
+    for (int b = 0; b < 8; ++b) h = (h ^ uint8_t(uint64_t(n) >> (8 * b))) * 0x100000001b3ull;
+  return fmt::format("{}@{:016x}", lens.size(), h);
+}
+
 std::string context_part(const Case& c) {
   if (c.kind == CaseKind::Write) return "";
   if (c.context_lens.empty()) return fmt::format("ctx{}-{}/", c.context_len_min, c.context_len_max);
-  if (c.context_lens.size() <= 8) return fmt::format("ctx={}/", fmt::join(c.context_lens, "+"));
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the lengths
-  for (int64_t n : c.context_lens)
-    for (int b = 0; b < 8; ++b) h = (h ^ uint8_t(uint64_t(n) >> (8 * b))) * 0x100000001b3ull;
-  return fmt::format("ctx={}@{:016x}/", c.context_lens.size(), h);
+  return "ctx=" + list_part(c.context_lens) + "/";
+}
+
+// "/q..." and "/noncausal" of a ragged case; "" for decode (ids of decode cases stay).
+std::string query_part(const Case& c) {
+  if (!c.ragged()) return "";
+  std::string q;
+  if (!c.query_lens.empty()) q = "/q=" + list_part(c.query_lens);
+  else if (c.query_mixed) q = fmt::format("/qmix{}-{}", c.query_len_min, c.query_len_max);
+  else if (c.query_len_min == c.query_len_max) q = fmt::format("/q{}", c.query_len_min);
+  else q = fmt::format("/q{}-{}", c.query_len_min, c.query_len_max);
+  return c.causal ? q : q + "/noncausal";
 }
 }  // namespace
 
@@ -126,7 +142,7 @@ std::string Case::id() const {
   if (min_block_id != 1) vals += fmt::format("/minblock={}", min_block_id);
   if (fp8_cache()) vals += fmt::format("/kv={}", to_string(kv_cache_dtype));
   if (kv_scales != KvScales::None) vals += fmt::format("/scales={}", to_string(kv_scales));
-  std::string mods;
+  std::string mods = query_part(*this);
   if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);
   if (sinks) mods += "/sinks";
   if (softcap > 0) mods += fmt::format("/cap{}", softcap);
@@ -142,7 +158,8 @@ std::string Case::variant() const { return variant_name.empty() ? kernels_of(*th
 
 uint32_t Case::modifiers() const {
   // The kvh_modifier values of kvharness/provider.h (cases/ does not include the ABI header).
-  return (sliding_window > 0 ? 1u : 0u) | (sinks ? 2u : 0u) | (softcap > 0 ? 4u : 0u) | (alibi ? 8u : 0u);
+  return (sliding_window > 0 ? 1u : 0u) | (sinks ? 2u : 0u) | (softcap > 0 ? 4u : 0u) | (alibi ? 8u : 0u) |
+         (ragged() && !causal ? 16u : 0u);
 }
 
 std::string json_double(double v) {

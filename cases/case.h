@@ -1,5 +1,6 @@
 // One concrete case: everything needed to run it again alone, and its id.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,6 +71,13 @@ struct Case {
                                                      // both ends always among them when batch_size >= 2
   std::vector<int64_t> context_lens;                 // explicit per-sequence lengths [batch_size] (tokens);
                                                      // when set, min/max are its extremes and nothing is drawn
+  // Ragged queries (attention/pipeline): new query tokens per sequence, the last ones of its
+  // context_len tokens (kvharness/provider.h). Decode is min = max = 1 with no list.
+  int64_t query_len_min = 1, query_len_max = 1;  // drawn from this range, both ends among them when the
+                                                 // batch has room; each clamped to its sequence's length
+  bool query_mixed = false;         // a mixed batch: decode (1), speculative [2, 8] and chunks [min, max]
+  std::vector<int64_t> query_lens;  // explicit per-sequence query lengths [batch_size]; min/max its extremes
+  bool causal = true;               // false: every query token sees its whole sequence
   ValueDist values = ValueDist::Normal;  // attention/pipeline: how Q, K, V are distributed
   KvCacheDType kv_cache_dtype = KvCacheDType::Same;  // the cache's element type
   KvScales kv_scales = KvScales::None;               // fp8 caches: the scales' granularity
@@ -105,8 +113,14 @@ struct Case {
   /// 16-bit cases stay).
   /// Modifiers and split control append, only when not default and in this order, before the
   /// seed: "/winN" (sliding_window), "/sinks", "/capX" (softcap), "/alibi", "/rankR" (tp_rank),
-  /// "/psP" (partition_size).
+  /// "/psP" (partition_size). Ragged queries put, before them, "/qN" (every sequence N),
+  /// "/qMIN-MAX", "/qmixMIN-MAX" (mixed) or "/q=..." (a list, spelled as the context list),
+  /// and "/noncausal"; decode cases (one query token each) keep their ids.
   std::string id() const;
+  /// Whether any sequence may have more than one query token (a ragged call).
+  bool ragged() const { return query_len_max > 1 || query_mixed; }
+  /// The largest query length the case can draw (a mixed batch's speculative sequences reach 8).
+  int64_t max_query_len() const { return query_mixed ? std::max<int64_t>(query_len_max, 8) : query_len_max; }
   /// The cache's element type as results.json names it: fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz.
   std::string kv_cache_dtype_name() const;
   /// Whether the cache holds fp8 codes (one byte an element, x = 16).

@@ -429,12 +429,14 @@ std::string expected_route(const Ctx& c, const toml::table& where, const RouteEx
 
 // A decode axis given as one value or a non-empty array of them; `elem` parses and checks one
 // element (failing through c.fail with `expected` otherwise). Absent: {dflt}.
+// `single(n)`: whether n is one value although it may be an array ([min, max] of query_lens).
 template <class T, class Elem>
-std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem) {
+std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem,
+                    bool (*single)(const toml::node&) = nullptr) {
   const toml::node* n = c.get(t, key);
   if (!n) return {dflt};
   std::vector<T> out;
-  if (const toml::array* a = n->as_array()) {
+  if (const toml::array* a = n->as_array(); a && !(single && single(*n))) {
     if (a->empty()) c.fail(*n, key, "expected a value or a non-empty array of values");
     for (const auto& e : *a) out.push_back(elem(e));
   } else {
@@ -504,6 +506,76 @@ void for_each_modifiers(const ModifierAxes& m, Emit&& emit, const Case& base) {
               k.tp_rank = int(rank), k.partition_size = int32_t(ps);
               emit(k);
             }
+}
+
+// One entry of the query_lens axis (case.h): N, [min, max], or {mixed = [min, max]}.
+struct QueryLens {
+  int64_t min = 1, max = 1;
+  bool mixed = false;
+  bool ragged() const { return max > 1 || mixed; }
+};
+
+QueryLens query_lens_entry(const Ctx& c, const toml::node& e) {
+  const KeyRange r = c.key("query_lens").range;
+  const std::string expected = fmt::format(
+      "expected a query length N, [min, max] or {{mixed = [min, max]}} with lengths in [{}, {}] and min <= max", r.lo,
+      r.hi);
+  auto length = [&](const toml::node& n) {
+    if (!n.is_integer() || *n.value<int64_t>() < r.lo || *n.value<int64_t>() > r.hi)
+      c.fail(n, "query_lens", expected + ", got " + (n.is_integer() ? std::to_string(*n.value<int64_t>()) : type_name(n)));
+    return *n.value<int64_t>();
+  };
+  auto pair = [&](const toml::node& n, QueryLens& q) {
+    const toml::array* a = n.as_array();
+    if (!a || a->size() != 2) c.fail(n, "query_lens", expected + ", got " + type_name(n));
+    q.min = length(*a->get(0));
+    q.max = length(*a->get(1));
+    if (q.min > q.max) c.fail(n, "query_lens", expected + fmt::format(", got [{}, {}]", q.min, q.max));
+  };
+  QueryLens q;
+  if (e.is_integer()) {
+    q.min = q.max = length(e);
+  } else if (const toml::table* m = e.as_table()) {
+    const toml::node* range = m->get("mixed");
+    if (!range || m->size() != 1) c.fail(e, "query_lens", expected + " (a table has the one key `mixed`)");
+    pair(*range, q);
+    q.mixed = true;
+  } else {
+    pair(e, q);
+  }
+  return q;
+}
+
+// query_lens_lists beside context_lens_lists: one list per batch, of its length, each at most
+// its sequence's context length. Empty when absent.
+std::vector<std::vector<int64_t>> query_lens_lists(const Ctx& c, const toml::table& t,
+                                                   const std::vector<std::vector<int64_t>>& batches) {
+  const toml::node* n = c.get(t, "query_lens_lists");
+  if (!n) return {};
+  if (!c.get(t, "context_lens_lists"))
+    c.fail(*n, "query_lens_lists", "needs context_lens_lists beside it (list i gives batch i's query lengths)");
+  if (c.get(t, "query_lens")) c.fail(*n, "query_lens_lists", "not allowed beside query_lens");
+  const toml::array* a = n->as_array();
+  if (!a || a->size() != batches.size())
+    c.fail(*n, "query_lens_lists", fmt::format("expected {} lists, one per context_lens_lists list", batches.size()));
+  std::vector<std::vector<int64_t>> out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const toml::array* l = a->get(i)->as_array();
+    if (!l || l->size() != batches[i].size())
+      c.fail(*a->get(i), "query_lens_lists",
+             fmt::format("list {} must have {} query lengths, as context_lens_lists list {}", i, batches[i].size(), i));
+    std::vector<int64_t> q;
+    for (size_t j = 0; j < l->size(); ++j) {
+      const toml::node& x = *l->get(j);
+      const int64_t ctx = batches[i][j];
+      if (!x.is_integer() || *x.value<int64_t>() < 1 || *x.value<int64_t>() > ctx)
+        c.fail(x, "query_lens_lists",
+               fmt::format("expected an integer query length in [1, {}] (sequence {}'s context length)", ctx, j));
+      q.push_back(*x.value<int64_t>());
+    }
+    out.push_back(q);
+  }
+  return out;
 }
 
 // One row of an [[attention]] or [[pipeline]] table: which kernels run.
@@ -624,6 +696,14 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const std::vector<int64_t>& ctx = batches.context_lens;
   const std::vector<std::vector<int64_t>>& lists = batches.lists;
   const std::string target = target_of(c, t);
+  const std::vector<std::vector<int64_t>> qlists = query_lens_lists(c, t, lists);
+  const std::vector<QueryLens> query_axis = axis<QueryLens>(
+      c, t, "query_lens", QueryLens{}, [&c](const toml::node& e) { return query_lens_entry(c, e); },
+      [](const toml::node& n) { return !n.is_array() || (n.as_array()->size() == 2 && n.as_array()->get(0)->is_integer()); });
+  const std::vector<bool> causal_axis = axis<bool>(c, t, "causal", true, [&c](const toml::node& e) {
+    if (!e.is_boolean()) c.fail(e, "causal", "expected true or false, got " + type_name(e));
+    return *e.value<bool>();
+  });
   // A negative mode is refused as out of range, one above the key table's bound by name.
   const KeyRange hp_range = c.key("high_precision").range;
   const int hp = int(integer_in(c, t, "high_precision", 1, {hp_range.lo, int64_t(1) << 40}));
@@ -676,7 +756,13 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
           if (std::find(batch_sizes.begin(), batch_sizes.end(), b) == batch_sizes.end())
             rows.push_back(std::vector<int64_t>(size_t(b), 0));
       const RouteExpectation& route = v.route.stated() ? v.route : table_route;
-      for (const auto& lens : rows)
+      for (size_t row = 0; row < rows.size(); ++row)
+        for (const QueryLens& ql : query_axis)
+        for (bool causal : causal_axis) {
+        const std::vector<int64_t>& lens = rows[row];
+        const std::vector<int64_t>* qlist = row < qlists.size() ? &qlists[row] : nullptr;
+        const bool ragged = ql.ragged() || (qlist && *std::max_element(qlist->begin(), qlist->end()) > 1);
+        if (!causal && !ragged) continue;  // decode: one query token sees its whole sequence either way
         for (ValueDist vd : values)
           for_each_modifiers(mods, [&](const Case& modified) {
             for (Stale st : stales)
@@ -697,10 +783,18 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 k.block_table_padding = padding;
                 k.min_block_id = min_block_id;
                 k.seed = uint64_t(seed);
+                k.query_len_min = ql.min, k.query_len_max = ql.max, k.query_mixed = ql.mixed;
+                if (qlist && ragged) {
+                  k.query_lens = *qlist;
+                  k.query_len_min = *std::min_element(qlist->begin(), qlist->end());
+                  k.query_len_max = *std::max_element(qlist->begin(), qlist->end());
+                }
+                k.causal = causal;
                 if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
                 add_case(c, t, out, std::move(k));
               }
           }, base);
+        }
     }
   });
 }

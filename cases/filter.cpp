@@ -33,6 +33,8 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "variant") return c.variant();
   if (key == "seed") return std::to_string(c.seed);
   if (key == "shuffle") return std::to_string(c.shuffle());
+  if (key == "max_query_len") return std::to_string(c.max_query_len());
+  if (key == "causal") return c.causal ? "1" : "0";  // as compare reads a results.json boolean
   if (key == "reader") return c.reader;
   if (key == "router_policy") return c.router_policy;
   if (key == "target") return c.target;

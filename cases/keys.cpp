@@ -185,6 +185,17 @@ std::vector<CaseKey> decode_keys() {
       Row("context_lens_lists", kDecode, KeyType::IntegerLists).dflt("none").range(1, kTwo20)
           .note("1 to 65536 lengths a list")
           .means("instead of batch_sizes and context_lens: explicit per-sequence lengths, one list per batch"),
+      Row("query_lens", kDecode, KeyType::QueryLensAxis).dflt("1 (decode)").range(1, kTwo20)
+          .means("new query tokens per sequence (ragged queries: speculative decode, prefill chunks): N, [min, max] "
+                 "drawn with both ends, or {mixed = [min, max]}: decode, speculative [2, 8] and chunks in one "
+                 "batch. Each is clamped to its sequence's length. Ids gain `/qN`, `/qMIN-MAX` or `/qmixMIN-MAX`"),
+      Row("query_lens_lists", kDecode, KeyType::IntegerLists).dflt("none").range(1, kTwo20)
+          .note("one list per context_lens_lists list, of its length")
+          .means("beside context_lens_lists: explicit per-sequence query lengths, each at most its context "
+                 "length. Ids gain `/q=...`"),
+      Row("causal", kDecode, KeyType::BooleanAxis).dflt("true").filter("causal")
+          .means("ragged queries: causal within each chunk (token j of q sees keys t <= L - q + j); false: every "
+                 "query token sees its whole sequence. Ids gain `/noncausal`"),
       Row("variants", kDecode, KeyType::Tables).dflt("none")
           .means("the matrix rows, each naming its kernels ([[*.variants]]); beside them readers, routers and "
                  "writers are not read"),
@@ -299,6 +310,8 @@ std::vector<CaseKey> filter_only_keys() {
           .means("KV heads per rank"),
       Row("variant", kFilterOnly, KeyType::Derived).filter("variant")
           .means("the matrix row: the variant's name, else its kernels"),
+      Row("max_query_len", kFilterOnly, KeyType::Derived).field(KeyType::Integer).filter("max_query_len")
+          .means("the most query tokens a sequence of the case can have (1: decode)"),
       Row("shuffle", kFilterOnly, KeyType::Derived).values({"0", "1"}).filter("shuffle")
           .means("1 when the V cache is shuffled (a shuffle writer or reader, or a router)"),
   };
@@ -398,6 +411,7 @@ const char* to_string(KeyType t) {
     case KeyType::IntegerAxis: return "integer or array of integers";
     case KeyType::BooleanAxis: return "boolean or array of booleans";
     case KeyType::FloatAxis: return "number or array of numbers";
+    case KeyType::QueryLensAxis: return "integer, [min, max] or {mixed = [min, max]}, or an array of them";
     case KeyType::Tables: return "array of tables";
     case KeyType::StringOrTables: return "string or array of tables";
     case KeyType::Derived: return "derived";

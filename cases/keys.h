@@ -42,7 +42,7 @@ constexpr uint32_t key_table_bit(KeyTable t) { return 1u << unsigned(t); }
 /// non-empty array of them; Derived: a field of the case that no file sets.
 enum class KeyType {
   String, Strings, Integer, Integers, IntegerPair, IntegerLists, Boolean,
-  IntegerAxis, BooleanAxis, FloatAxis, Tables, StringOrTables, Derived,
+  IntegerAxis, BooleanAxis, FloatAxis, QueryLensAxis, Tables, StringOrTables, Derived,
 };
 /// "string", "array of strings", "integer or array of integers", ...
 const char* to_string(KeyType t);

@@ -22,6 +22,7 @@
 #include "case/decode_inputs.h"
 #include "case/decode_reference.h"
 #include "case/device_cache.h"
+#include "case/guarded_array.h"
 #include "case/kv_scales.h"
 #include "case/stale.h"
 #include "case/value_dist.h"
@@ -77,18 +78,20 @@ struct DecodeCase : CaseState {
   std::future<void> ref_done;
   // buffers and inputs
   uint16_t poison = 0;
-  std::optional<GuardedArena> out, bt, cl;  // host images of out, block_tables, context_lens (margins included)
+  std::optional<GuardedArena> out;               // the host image of out (margins included)
+  GuardedArrays arrays;                           // block_tables, context_lens, the ragged metadata, workspaces
   std::optional<DeviceArena> cache, snapshot;   // snapshot: the cache the reader must leave as it is
   std::optional<DeviceQkv> step, hist;          // the decode step's fused QKV; the context's fused KV
-  device::Buffer d_out, d_slots, d_bt, d_cl, d_sinks, d_slopes, d_ws;
+  device::Buffer d_out, d_slots, d_ws;
   // launch and judge
   bool writer_failed = false;
   kvh_attention_args a{};
-  std::optional<GuardedArena> out_after, bt_after, cl_after;
+  std::optional<GuardedArena> out_after;
   int64_t cache_changed = -1;
+  std::string arrays_misused;  // GuardedArrays::check_after after the reader's call
 
   const CacheLayout& L() const { return *layout; }
-  int64_t outputs() const { return c.batch_size * c.num_heads * c.head_size; }
+  int64_t outputs() const { return s.num_query_tokens * c.num_heads * c.head_size; }
 };
 
 // plan: the reader, the case's own or the router's decision for it.
@@ -149,6 +152,7 @@ bool plan_capabilities(DecodeCase& d) {
   const Case& c = d.c;
   KernelUse reader_use = kernel_use(c, d.rd->cache_format);
   reader_use.modifiers = c.modifiers();
+  reader_use.max_query_len = c.max_query_len();
   if (const std::string why = d.rd->outside_capabilities(reader_use); !why.empty()) {
     if (c.router_policy.empty()) return d.unsupported(why);
     d.misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, d.reader, d.r.route_reason, why);
@@ -168,6 +172,7 @@ bool plan_layout(DecodeCase& d) {
   const Case& c = d.c;
   d.s = make_sequences(c, d.rng);
   d.r.context_lens = d.s.context_lens;
+  if (c.ragged()) d.r.query_lens = d.s.query_lens;
   d.pt = make_page_tables(c, d.s);
   auto made = make_cache_layout(CacheFormat(d.rd->cache_format), c.layout, case_geometry(c, d.s.num_blocks),
                                 c.padded_page_bytes, 0, c.degenerate_stride);
@@ -238,17 +243,16 @@ void make_cache(DecodeCase& d) {
   device::settle();
 }
 
-// inputs: the query is a view into a fused QKV buffer of the decode step (one token a
-// sequence); the context's K and V a fused KV buffer (no query columns: they would only cost
-// memory), whose token stride is still 2 * num_kv_heads * head_size, not contiguous. Then
-// `out`, slot_mapping, and block_tables and context_lens in guarded arenas: context_lens's
-// margins hold sentinels, block_tables's the padding id, so that a read past the table's end
-// gets an out-of-range page too.
+// inputs: the query is a view into a fused QKV buffer of the step (its new tokens: one a
+// sequence for decode, num_query_tokens for ragged queries); the context's K and V a fused KV
+// buffer (no query columns: they would only cost memory), whose token stride is still
+// 2 * num_kv_heads * head_size, not contiguous. Then `out` and slot_mapping.
 void make_inputs(DecodeCase& d) {
   const Case& c = d.c;
-  const int64_t S = c.batch_size, NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size;
+  const int64_t NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size;
   enter_phase(Phase::Inputs);
-  d.step.emplace(make_device_qkv(S, NH, NKV, HD, c.dtype, d.r.data_seed, rng::kQueries, rng::kStepKv, rng::kStepKv));
+  d.step.emplace(make_device_qkv(d.s.num_query_tokens, NH, NKV, HD, c.dtype, d.r.data_seed, rng::kQueries,
+                                 rng::kStepKv, rng::kStepKv));
   d.hist.emplace(make_device_qkv(d.s.total_tokens, 0, NKV, HD, c.dtype, d.r.data_seed, rng::kFiller, rng::kKeys,
                                  rng::kValues));
   if (d.shaped) {
@@ -259,16 +263,7 @@ void make_inputs(DecodeCase& d) {
   enter_phase(Phase::Copy);
   d.d_out = device::Buffer(d.out->bytes().size());
   d.d_slots = device::Buffer(std::max<size_t>(d.s.slots.size(), 1) * 8);
-  d.bt.emplace(int64_t(d.pt.tables.size()), 4, kSmallMargin);
-  d.cl.emplace(S, 4, kSmallMargin);
-  std::fill_n(reinterpret_cast<int32_t*>(d.bt->bytes().data()), d.bt->bytes().size() / 4, d.pt.padding_id);
-  std::copy(d.pt.tables.begin(), d.pt.tables.end(), d.bt->storage_as<int32_t>());
-  std::copy(d.s.context_lens.begin(), d.s.context_lens.end(), d.cl->storage_as<int32_t>());
-  d.d_bt = device::Buffer(d.bt->bytes().size());
-  d.d_cl = device::Buffer(d.cl->bytes().size());
   d.d_out.upload(d.out->bytes().data(), d.out->bytes().size());
-  d.d_bt.upload(d.bt->bytes().data(), d.bt->bytes().size());
-  d.d_cl.upload(d.cl->bytes().data(), d.cl->bytes().size());
   if (!d.s.slots.empty()) d.d_slots.upload(d.s.slots.data(), d.s.slots.size() * 8);
 }
 
@@ -350,29 +345,70 @@ void pad_out_of_range_pages(DecodeCase& d) {
   }
 }
 
-// A float32 tensor [n] on the device (the sinks, the ALiBi slopes), or an empty one when off.
-kvh_tensor upload_floats(const std::vector<float>& values, device::Buffer& into) {
-  if (values.empty()) return kvh_tensor{};
-  into = device::Buffer(values.size() * 4);
-  into.upload(values.data(), values.size() * 4);
-  return contiguous_tensor(into.get(), {int64_t(values.size())}, KVH_DT_F32);
+// buffers: the arrays beside `out` and the cache, each in its own guarded allocation
+// (guarded_array.h). What a read past one gets: block_tables' margins the padding id (an
+// out-of-range page, which holds NaN), seq_lens' 1 and query_start_loc's num_query_tokens + 1
+// (a phantom sequence of one query token, written past `out`); context_lens keeps the
+// sentinels of ABI 2.
+void make_metadata(DecodeCase& d) {
+  const Case& c = d.c;
+  const int64_t S = c.batch_size;
+  kvh_attention_args& a = d.a;
+  GuardedArrays& g = d.arrays;
+  a.block_tables = g.add_i32("block_tables", d.pt.tables, d.pt.padding_id, {S, d.pt.max_pages});
+  GuardedArray& cl = g.add("context_lens", {S}, KVH_DT_I32, 4, GuardedArray::Access::Read);
+  std::copy(d.s.context_lens.begin(), d.s.context_lens.end(), cl.host_as<int32_t>());
+  cl.upload();
+  a.context_lens = cl.tensor();
+  a.seq_lens = g.add_i32("seq_lens", d.s.context_lens, 1);
+  a.query_start_loc = g.add_i32("query_start_loc", d.s.query_start_loc, int32_t(d.s.num_query_tokens + 1));
+  a.max_query_len = int32_t(d.s.max_query_len);
+  a.num_query_tokens = int32_t(d.s.num_query_tokens);
+  a.causal = c.causal ? 1 : 0;
+  a.k_scale_tensor = g.add_f32("k_scale_tensor", {a.k_scale});
+  a.v_scale_tensor = g.add_f32("v_scale_tensor", {a.v_scale});
+  a.sinks = g.add_f32("sinks", d.mods.sinks);
+  a.alibi_slopes = g.add_f32("alibi_slopes", d.mods.alibi_slopes);
+}
+
+// buffers: a reader's typed workspaces (kvh_kernel_desc.workspaces), each a guarded array of
+// its own whose elements start as NaN (integer types: 0x7FC0DEAD words); only their margins
+// are the harness's. Returns false (a CRASH of the reader's provider) when the declaration fails.
+bool make_typed_workspaces(DecodeCase& d) {
+  std::vector<kvh_workspace_spec> specs;
+  try {
+    specs = d.rd->workspaces(&d.a);
+  } catch (const std::runtime_error& e) {
+    add_cause(d.r.v, component::kReader, reason::kLaunchError, e.what(), true);
+    return false;
+  }
+  enter_phase(Phase::AllocFill);
+  for (const kvh_workspace_spec& w : specs) {
+    const int64_t eb = w.dtype == KVH_DT_I64 ? 8 : w.dtype == KVH_DT_F16 || w.dtype == KVH_DT_BF16 ? 2 : 4;
+    GuardedArray& ws = d.arrays.add(std::string("workspace ") + w.name, std::vector<int64_t>(w.shape, w.shape + w.ndim),
+                                    kvh_dtype(w.dtype), eb, GuardedArray::Access::Write);
+    const uint64_t nan = w.dtype == KVH_DT_F16 ? 0x7E5A : w.dtype == KVH_DT_BF16 ? 0x7FDA
+                         : w.dtype == KVH_DT_F32 ? 0x7FC0DEADu : 0x7FC0DEAD7FC0DEADull;
+    ws.fill_elements(&nan);
+    ws.upload();
+    d.a.workspaces[d.a.num_workspaces++] = ws.tensor();
+  }
+  return true;
 }
 
 // buffers: the reader's arguments (kvh_attention_args, include/kvharness/provider.h) over the
 // guarded buffers, and its split-K workspace full of NaN: a reduce that reads unwritten
 // partials gets NaN.
-void make_reader_args(DecodeCase& d) {
+bool make_reader_args(DecodeCase& d) {
   const Case& c = d.c;
   const CacheLayout& L = d.L();
-  const int64_t S = c.batch_size, NH = c.num_heads, HD = c.head_size;
+  const int64_t T = d.s.num_query_tokens, NH = c.num_heads, HD = c.head_size;
   kvh_attention_args& a = d.a;
   const kvh_dtype dt = to_kvh(c.dtype);
-  a.out = to_tensor(StridedView{{S, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d.d_out.get()) + 4096, 2, dt);
+  a.out = to_tensor(StridedView{{T, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d.d_out.get()) + 4096, 2, dt);
   a.query = to_tensor(kernel_view(d.step->views.q, L), d.step->buf.get(), 2, dt);
   a.key_cache = to_tensor(L.key, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
   a.value_cache = to_tensor(L.value, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
-  a.block_tables = contiguous_tensor(static_cast<uint8_t*>(d.d_bt.get()) + kSmallMargin, {S, d.pt.max_pages}, KVH_DT_I32);
-  a.context_lens = contiguous_tensor(static_cast<uint8_t*>(d.d_cl.get()) + kSmallMargin, {S}, KVH_DT_I32);
   a.block_size = d.pt.page;
   a.cache_block_size = d.pt.pages_per_block > 1 ? c.block_size : 0;
   a.max_context_len = *std::max_element(d.s.context_lens.begin(), d.s.context_lens.end());
@@ -387,17 +423,18 @@ void make_reader_args(DecodeCase& d) {
   a.sliding_window = int32_t(c.sliding_window);
   a.softcap = float(c.softcap);
   a.head_offset = int32_t(c.tp_rank * NH);
-  a.sinks = upload_floats(d.mods.sinks, d.d_sinks);
-  a.alibi_slopes = upload_floats(d.mods.alibi_slopes, d.d_slopes);
-  if (!d.rd->workspace_bytes) return;
+  make_metadata(d);
+  if (d.rd->workspaces) return make_typed_workspaces(d);
+  if (!d.rd->workspace_bytes) return true;
   const uint64_t ws = d.rd->workspace_bytes(&a);
-  if (!ws) return;
+  if (!ws) return true;
   enter_phase(Phase::AllocFill);
   d.d_ws = device::Buffer(ws);
   std::vector<uint32_t> nan(ws / 4 + 1, 0x7FC0DEADu);
   d.d_ws.upload(nan.data(), ws);
   a.workspace = d.d_ws.get();
   a.workspace_bytes = ws;
+  return true;
 }
 
 // launch: the reader under test, then everything it could have touched back to the host:
@@ -418,11 +455,17 @@ bool launch_reader(DecodeCase& d) {
   d.d_out.download(d.out_after->bytes().data(), d.out_after->bytes().size());
   enter_phase(Phase::Check);
   d.cache_changed = d.cache->first_difference(*d.snapshot);
-  d.bt_after.emplace(d.bt->storage_elems(), 4, kSmallMargin, GuardedArena::Uninitialized{});
-  d.cl_after.emplace(d.c.batch_size, 4, kSmallMargin, GuardedArena::Uninitialized{});
-  d.d_bt.download(d.bt_after->bytes().data(), d.bt_after->bytes().size());
-  d.d_cl.download(d.cl_after->bytes().data(), d.cl_after->bytes().size());
+  d.arrays_misused = d.arrays.check_after();
   return true;
+}
+
+// Query row `row` of `out` as a verdict names it: "seq S" (decode), "seq S token J" (ragged:
+// token J of the sequence's new tokens).
+std::string row_name(const DecodeCase& d, int64_t row) {
+  if (!d.c.ragged()) return fmt::format("seq {}", row);
+  const auto& loc = d.s.query_start_loc;
+  const int64_t seq = std::upper_bound(loc.begin(), loc.end(), int32_t(row)) - loc.begin() - 1;
+  return fmt::format("seq {} token {}", seq, row - loc[size_t(seq)]);
 }
 
 // What `out` holds against the reference: counts of each failure class, the first of each
@@ -458,8 +501,8 @@ OutputStats compare_out(const DecodeCase& d) {
     st.max_rel = std::max(st.max_rel, err / std::max(std::fabs(want), 1e-6));
   }
   if (st.worst >= 0)
-    st.worst_text = fmt::format("worst element seq {} head {} dim {}: got {:.6g}, want {:.6g} (atol {}, rtol {})",
-                                st.worst / (NH * HD), st.worst % (NH * HD) / HD, st.worst % HD,
+    st.worst_text = fmt::format("worst element {} head {} dim {}: got {:.6g}, want {:.6g} (atol {}, rtol {})",
+                                row_name(d, st.worst / (NH * HD)), st.worst % (NH * HD) / HD, st.worst % HD,
                                 decode16(c.dtype, o[st.worst]), d.ref(st.worst / (NH * HD), st.worst % (NH * HD)),
                                 st.tol.atol, st.tol.rtol);
   const std::string counts = fmt::format("{} unwritten, {} NaN/Inf, {} beyond tolerance of {} outputs", st.unwritten,
@@ -473,13 +516,19 @@ OutputStats compare_out(const DecodeCase& d) {
 void judge_out_of_view(DecodeCase& d, const std::string& numbers) {
   const GuardedArena &out = *d.out, &after = *d.out_after;
   const size_t m = size_t(out.margin_bytes()), tail = m + size_t(d.outputs()) * 2;
-  if (std::memcmp(after.bytes().data(), out.bytes().data(), m) != 0 ||
-      std::memcmp(after.bytes().data() + tail, out.bytes().data() + tail, m) != 0)
-    add_cause(d.r.v, component::kReader, reason::kOutOfView, "the reader wrote outside `out` (arena margin); " + numbers);
-  else if (d.bt_after->bytes() != d.bt->bytes() || d.cl_after->bytes() != d.cl->bytes())
+  const bool front = std::memcmp(after.bytes().data(), out.bytes().data(), m) != 0;
+  size_t past = 0;  // the first changed byte after `out`, counted from 1
+  while (past < m && after.bytes()[tail + past] == out.bytes()[tail + past]) ++past;
+  if (front || past < m) {
+    const int64_t row_bytes = d.c.num_heads * d.c.head_size * 2;
+    const std::string where = front ? "before its start"
+                                    : fmt::format("{} bytes after its end: query row {} of {}", past + 1,
+                                                  d.s.num_query_tokens + int64_t(past) / row_bytes, d.s.num_query_tokens);
     add_cause(d.r.v, component::kReader, reason::kOutOfView,
-              fmt::format("the reader wrote into {} (or its guard margin); {}",
-                          d.bt_after->bytes() != d.bt->bytes() ? "block_tables" : "context_lens", numbers));
+              fmt::format("the reader wrote outside `out` (arena margin, {}); {}", where, numbers));
+  }
+  else if (!d.arrays_misused.empty())
+    add_cause(d.r.v, component::kReader, reason::kOutOfView, d.arrays_misused + "; " + numbers);
   else if (d.cache_changed >= 0)
     add_cause(d.r.v, component::kReader, reason::kOutOfView,
               fmt::format("the reader wrote into the KV cache (first changed byte: arena byte {}, {}); {}",
@@ -506,7 +555,7 @@ bool judge(DecodeCase& d) {
   }
   judge_out_of_view(d, st.numbers);
   const int64_t NH = c.num_heads, HD = c.head_size;
-  auto where = [&](int64_t i) { return fmt::format("seq {} head {} dim {}", i / (NH * HD), i % (NH * HD) / HD, i % HD); };
+  auto where = [&](int64_t i) { return fmt::format("{} head {} dim {}", row_name(d, i / (NH * HD)), i % (NH * HD) / HD, i % HD); };
   if (st.unwritten)
     add_cause(v, component::kReader, reason::kUnwritten, "first unwritten at " + where(st.first_unwritten) + "; " + st.numbers);
   if (d.writer_failed) {
@@ -544,8 +593,7 @@ void run_on_device(DecodeCase& d) {
   make_inputs(d);
   if (!write_context(d)) return;
   pad_out_of_range_pages(d);
-  make_reader_args(d);
-  if (!launch_reader(d)) return;
+  if (!make_reader_args(d) || !launch_reader(d)) return;
   if (judge(d)) time_kernels(d);
 }
 

@@ -32,6 +32,25 @@ std::vector<uint16_t> host_stream(DType dtype, uint64_t data_seed, uint64_t stre
 
 }  // namespace
 
+std::vector<int64_t> draw_query_lens(const Case& c, std::mt19937_64& rng) {
+  if (!c.ragged()) return std::vector<int64_t>(size_t(c.batch_size), 1);
+  if (!c.query_lens.empty()) return c.query_lens;
+  std::uniform_int_distribution<int64_t> chunk(c.query_len_min, c.query_len_max), spec(2, 8), kind(0, 2);
+  std::vector<int64_t> out;
+  const std::vector<int64_t> ends = c.query_mixed ? std::vector<int64_t>{1, 2, 8, c.query_len_min, c.query_len_max}
+                                                  : std::vector<int64_t>{c.query_len_max, c.query_len_min};
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    if (size_t(i) < ends.size()) out.push_back(ends[size_t(i)]);
+    else if (!c.query_mixed) out.push_back(chunk(rng));
+    else {
+      const int64_t k = kind(rng);
+      out.push_back(k == 0 ? 1 : k == 1 ? spec(rng) : chunk(rng));
+    }
+  }
+  std::shuffle(out.begin(), out.end(), rng);  // the ends sit at random batch positions
+  return out;
+}
+
 Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
   Sequences s;
   int64_t used = 0;
@@ -62,6 +81,14 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
       s.slots.push_back(int64_t(s.block_tables[size_t(i * s.max_blocks + t / c.block_size)]) * c.block_size +
                         t % c.block_size);
   }
+  const std::vector<int64_t> q = draw_query_lens(c, rng);
+  s.query_start_loc.push_back(0);
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    s.query_lens.push_back(int32_t(std::min<int64_t>(q[size_t(i)], s.context_lens[size_t(i)])));
+    s.query_start_loc.push_back(s.query_start_loc.back() + s.query_lens.back());
+    s.max_query_len = std::max<int64_t>(s.max_query_len, s.query_lens.back());
+  }
+  s.num_query_tokens = s.query_start_loc.back();
   return s;
 }
 
@@ -109,8 +136,8 @@ ShapedInputs make_shaped_inputs(const Case& c, const Sequences& s, uint64_t data
   ShapedInputs in;
   in.key = host_stream(c.dtype, data_seed, rng::kKeys, T * kw);
   in.value = host_stream(c.dtype, data_seed, rng::kValues, T * kw);
-  in.query = host_stream(c.dtype, data_seed, rng::kQueries, c.batch_size * c.num_heads * c.head_size);
-  shape_values(c, s.context_lens, in.query, in.key, in.value);
+  in.query = host_stream(c.dtype, data_seed, rng::kQueries, s.num_query_tokens * c.num_heads * c.head_size);
+  shape_values(c, s.context_lens, in.query, in.key, in.value, s.query_start_loc);
   return in;
 }
 

@@ -21,13 +21,26 @@ struct Sequences {
   int64_t max_blocks = 0, num_blocks = 0, total_tokens = 0;
   int32_t padding_id = -1;            // -1 or num_blocks + K (Case::block_table_padding): out of range
   std::vector<int64_t> slots;         // [total_tokens], sequence by sequence
+  // The query: sequence i's q_i new tokens are its last q_i, at query rows query_start_loc[i] ..
+  std::vector<int32_t> query_lens;       // [num_seqs], each in [1, context_lens[i]]; all 1 for decode
+  std::vector<int32_t> query_start_loc;  // [num_seqs + 1], cumulative query_lens from 0
+  int64_t num_query_tokens = 0, max_query_len = 1;
 };
 
 /// Draws the context lengths (the case's list, or [min, max] with both ends
 /// drawn when the batch has two or more), then gives the sequences a shuffle
 /// of the block ids from Case::min_block_id up; block 0 is the null block,
-/// and every row of block_tables has at least one padding entry.
+/// and every row of block_tables has at least one padding entry. Then the
+/// query lengths (Case::query_len_min .. query_mixed; ragged cases only, so
+/// decode cases draw exactly what they drew before), each clamped to its
+/// sequence's length.
 Sequences make_sequences(const Case& c, std::mt19937_64& rng);
+
+/// Per-sequence query lengths before clamping: the case's list, or draws
+/// from [query_len_min, query_len_max] whose first two are its ends; a mixed
+/// batch's first five are 1, 2, 8, min and max, the rest each decode,
+/// speculative [2, 8] or a chunk [min, max] at random; shuffled. All 1 for decode.
+std::vector<int64_t> draw_query_lens(const Case& c, std::mt19937_64& rng);
 
 /// The block tables the reader gets, in kernel pages (Case::page_size()):
 /// manager block m = pages m*r .. m*r+r-1, r = pages_per_block. Padding stays

@@ -33,18 +33,19 @@ MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
       {64 * 1024, 4 * block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * block_stride});
   const int64_t max_blocks = (max_ctx + B - 1) / B + 1;
   const int64_t partitions = (max_ctx + 255) / 256;
+  const int64_t Q = S * c.max_query_len();  // query tokens at most (decode: one a sequence)
   MemoryEstimate e;
   e.device_bytes = 2 * (storage * 2 + 2 * margin)         // cache and snapshot
-                   + S * (NH + 2 * NKV) * HD * 2           // the step's fused QKV
+                   + Q * (NH + 2 * NKV) * HD * 2           // the step's fused QKV
                    + T * 2 * NKV * HD * 2 + T * 8          // the context's fused KV, slot_mapping
-                   + S * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
-                   + (partitions > 1 ? 4 * S * NH * partitions * (2 + HD) : 0);
+                   + Q * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
+                   + (partitions > 1 ? 4 * Q * NH * partitions * (2 + HD) : 0);
   // Q as the reference reads it; K and V of a sequence per thread, 16-bit and float64; shaped
   // values (value_dist.h) keep the whole context's K and V on the host, before and after shaping.
-  const int64_t shaped = c.values == ValueDist::Normal ? 0 : 2 * (2 * T * NKV * HD * 2 + S * NH * HD * 2);
-  e.host_bytes = shaped + S * NH * HD * 2
+  const int64_t shaped = c.values == ValueDist::Normal ? 0 : 2 * (2 * T * NKV * HD * 2 + Q * NH * HD * 2);
+  e.host_bytes = shaped + Q * NH * HD * 2
                  + int64_t(host_threads()) * 2 * max_ctx * NKV * HD * (8 + 2)
-                 + 2 * (S * NH * HD * 2 + 2 * kSmallMargin)          // out and its download
+                 + 2 * (Q * NH * HD * 2 + 2 * kSmallMargin)          // out and its download
                  + 2 * (S * max_blocks * 4 + S * 4 + 4 * kSmallMargin) + T * 8;
   return e;
 }

@@ -76,6 +76,14 @@ reference::DecodeAttentionInput sequence_input(const Case& c, const uint16_t* q_
   return in;
 }
 
+// Query rows [rows, num_heads * head_size] of 16-bit bits, widened to float64.
+reference::RowMatrix widen_query(const Case& c, const uint16_t* q, int64_t rows) {
+  const int64_t qw = c.num_heads * c.head_size;
+  reference::RowMatrix out(rows, qw);
+  for (int64_t e = 0; e < rows * qw; ++e) out.data()[e] = decode16(c.dtype, q[e]);
+  return out;
+}
+
 }  // namespace
 
 reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint16_t* q, const uint16_t* k,
@@ -84,13 +92,19 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
   const int64_t qw = c.num_heads * c.head_size;
   std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
   for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
-  reference::RowMatrix out(c.batch_size, qw);
+  reference::RowMatrix out(s.num_query_tokens, qw);
   parallel_for(c.batch_size, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end && !cancel.load(std::memory_order_relaxed); ++i) {
-      reference::DecodeAttentionInput in = sequence_input(c, q + i * qw, scale, mods);
+      const int64_t row0 = s.query_start_loc[size_t(i)], rows = s.query_lens[size_t(i)];
+      reference::DecodeAttentionInput in = sequence_input(c, q + row0 * qw, scale, mods);
       const int64_t n = s.context_lens[size_t(i)], tok0 = first_token[size_t(i)];
       reference::RowMatrix K, V;
       widen_sequence(c, s, sequence_bits(c, k, v, data_seed, tok0, n), tok0, n, fp8, K, V);
+      if (c.ragged()) {  // decode cases keep decode_attention's arithmetic, bit for bit
+        out.middleRows(row0, rows) =
+            reference::ragged_sequence_attention(in, widen_query(c, q + row0 * qw, rows), K, V, c.causal);
+        continue;
+      }
       in.keys.push_back(std::move(K));
       in.values.push_back(std::move(V));
       out.row(i) = reference::decode_attention(in).row(0);

@@ -63,11 +63,15 @@ SinkTokens sink_tokens(const Case& c, int64_t seq, int64_t n) {
 }
 
 void shape_values(const Case& c, const std::vector<int32_t>& context_lens, std::vector<uint16_t>& query,
-                  std::vector<uint16_t>& key, std::vector<uint16_t>& value) {
+                  std::vector<uint16_t>& key, std::vector<uint16_t>& value, const std::vector<int32_t>& query_start_loc) {
   const int64_t S = int64_t(context_lens.size()), HD = c.head_size, NKV = c.num_kv_heads, NH = c.num_heads;
   int64_t T = 0;
   for (int32_t n : context_lens) T += n;
-  if (S != c.batch_size || int64_t(query.size()) != S * NH * HD || int64_t(key.size()) != T * NKV * HD ||
+  std::vector<int32_t> rows = query_start_loc;  // decode: one query row per sequence
+  if (rows.empty())
+    for (int32_t i = 0; i <= int32_t(S); ++i) rows.push_back(i);
+  if (S != c.batch_size || int64_t(rows.size()) != S + 1 || int64_t(query.size()) != rows.back() * NH * HD ||
+      int64_t(key.size()) != T * NKV * HD ||
       key.size() != value.size() || NKV < 1 || NH % NKV != 0)
     throw std::invalid_argument("shape_values: tensor sizes disagree with case " + c.id());
   const DType dt = c.dtype;
@@ -91,10 +95,11 @@ void shape_values(const Case& c, const std::vector<int32_t>& context_lens, std::
     const SinkTokens st = sink_tokens(c, i, n);
     for (int64_t kv = 0; kv < NKV; ++kv) {
       auto sign = [&](int64_t d) { return (mix(mix(seed, uint64_t(i * NKV + kv)), uint64_t(d)) & 1) ? 1.0 : -1.0; };
-      for (int64_t j = 0; j < group; ++j) {  // every query head of kv head kv's group (h / group == kv)
-        uint16_t* q = query.data() + i * NH * HD + (kv * group + j) * HD;
-        for (int64_t d = 0; d < HD; ++d) q[d] = encode16(dt, float(kQueryBias * sign(d) + decode16(dt, q[d])));
-      }
+      for (int64_t row = rows[size_t(i)]; row < rows[size_t(i) + 1]; ++row)  // every query token of the sequence
+        for (int64_t j = 0; j < group; ++j) {  // every query head of kv head kv's group (h / group == kv)
+          uint16_t* q = query.data() + row * NH * HD + (kv * group + j) * HD;
+          for (int64_t d = 0; d < HD; ++d) q[d] = encode16(dt, float(kQueryBias * sign(d) + decode16(dt, q[d])));
+        }
       for (int64_t which = 0; which < 2; ++which) {
         const int64_t t = which == 0 ? st.early : st.last;
         if (t < 0) continue;

@@ -40,12 +40,15 @@
 namespace kvh {
 
 /// Shapes the logical decode tensors of case `c` in place by c.values (see
-/// above). query [num_seqs, num_heads * head_size]; key and value
-/// [total_tokens, num_kv_heads * head_size], tokens sequence by sequence in
-/// the order of context_lens [num_seqs]. Throws std::invalid_argument when a
-/// size disagrees with c and context_lens.
+/// above). query [num_query_tokens, num_heads * head_size] (sequence i's rows
+/// query_start_loc[i] .. query_start_loc[i+1]; empty: one row per sequence,
+/// decode); key and value [total_tokens, num_kv_heads * head_size], tokens
+/// sequence by sequence in the order of context_lens [num_seqs]. Every query
+/// token of a sequence gets its sequence's sink pattern. Throws
+/// std::invalid_argument when a size disagrees with c and context_lens.
 void shape_values(const Case& c, const std::vector<int32_t>& context_lens, std::vector<uint16_t>& query,
-                  std::vector<uint16_t>& key, std::vector<uint16_t>& value);
+                  std::vector<uint16_t>& key, std::vector<uint16_t>& value,
+                  const std::vector<int32_t>& query_start_loc = {});
 
 /// The factor by which shape_values multiplies V under c.values (2^15 for
 /// large fp16, 2^111 for large bf16, else 1). Attention outputs are convex

@@ -84,6 +84,7 @@ struct CaseResult {
   bool expected = false;           // FAIL/CRASH whose every cause is expected (xfail): not counted
   std::vector<std::string> expectations;  // sources of the declarations that matched this case (file:line)
   std::vector<int32_t> context_lens;      // attention/pipeline: the drawn per-sequence lengths
+  std::vector<int32_t> query_lens;        // ragged cases: the drawn per-sequence query lengths (empty: decode)
   double wall_ms = 0;
   PhaseTimes phases{};                    // ms per phase (phases.h); they add up to about wall_ms
 
