@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -76,6 +77,7 @@ struct DecodeCase : CaseState {
   reference::RowMatrix ref;
   std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
   std::future<void> ref_done;
+  double reference_ms = 0;          // set by the reference's thread; read after ref_done
   // buffers and inputs
   uint16_t poison = 0;
   std::optional<GuardedArena> out;               // the host image of out (margins included)
@@ -209,6 +211,12 @@ void start_reference(DecodeCase& d) {
   d.mods = modifier_values(c);
   d.ref_done = run_async([&d, seed = d.r.data_seed] {
     const Case& c = d.c;
+    const auto t0 = std::chrono::steady_clock::now();
+    struct Clock {  // reference_ms, however the reference ends
+      DecodeCase& d;
+      std::chrono::steady_clock::time_point t0;
+      ~Clock() { d.reference_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
+    } clock{d, t0};
     if (d.shaped) {
       d.ref = reference_out(c, d.s, d.shaped->query.data(), d.shaped->key.data(), d.shaped->value.data(), seed,
                             d.scale, d.mods, d.cancel, d.fp8);
@@ -542,6 +550,7 @@ bool judge(DecodeCase& d) {
   const Case& c = d.c;
   enter_phase(Phase::Reference);
   d.ref_done.get();
+  d.r.reference_ms = d.reference_ms;
   enter_phase(Phase::Check);
   const OutputStats st = compare_out(d);
   Verdict& v = d.r.v;

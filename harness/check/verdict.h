@@ -87,6 +87,8 @@ struct CaseResult {
   std::vector<int32_t> query_lens;        // ragged cases: the drawn per-sequence query lengths (empty: decode)
   double wall_ms = 0;
   PhaseTimes phases{};                    // ms per phase (phases.h); they add up to about wall_ms
+  double reference_ms = 0;                // attention/pipeline: wall ms of the float64 attention reference,
+                                          // on the host's cores while the device works (phases count the wait)
 
   /// A FAIL, CRASH or XPASS that is not expected: what makes a run fail.
   bool unexpected_failure() const {

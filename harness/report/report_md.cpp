@@ -220,11 +220,11 @@ std::string time_profile_markdown(const RunReport& r, size_t slowest) {
   std::stable_sort(by_wall.begin(), by_wall.end(), [](auto* a, auto* b) { return a->wall_ms > b->wall_ms; });
   if (by_wall.size() > slowest) by_wall.resize(slowest);
   if (by_wall.empty()) return out;
-  out += "\n| slowest cases | ms | largest phase |\n|---|---|---|\n";
+  out += "\n| slowest cases | ms | largest phase | float64 reference ms (host, overlapped) |\n|---|---|---|---|\n";
   for (const CaseResult* cr : by_wall) {
     const auto top = std::max_element(cr->phases.begin(), cr->phases.end()) - cr->phases.begin();
-    out += fmt::format("| `{}` | {:.1f} | {} {:.1f} ms |\n", cr->c.id(), cr->wall_ms, phase_name(Phase(top)),
-                       cr->phases[size_t(top)]);
+    out += fmt::format("| `{}` | {:.1f} | {} {:.1f} ms | {} |\n", cr->c.id(), cr->wall_ms, phase_name(Phase(top)),
+                       cr->phases[size_t(top)], cr->reference_ms > 0 ? fmt::format("{:.1f}", cr->reference_ms) : "-");
   }
   return out;
 }

@@ -362,6 +362,11 @@ std::vector<ResultsField> make_results_fields() {
        [](In f, Out o) { o.repro = f.str(); }, "a command line that re-runs this case alone"},
       {"fixture", kResult, kNotNull, kRequired, [](R r) -> json { return r.fixture; },
        [](In f, Out o) { o.fixture = f.boolean(); }, "a regression fixture (kernel or router policy) took part"},
+      {"reference_ms", kResult, kNullable, kOptional,
+       [](R r) { return is_write(r) || r.reference_ms <= 0 ? json(nullptr) : json(r.reference_ms); },
+       [](In f, Out o) { o.reference_ms = f.opt_num().value_or(0); },
+       "wall ms of the float64 attention reference (host cores, overlapping the device work; `reference` in "
+       "phases_ms is only the wait for it); null for writes"},
       {"wall_ms", kResult, kNotNull, kRequired, [](R r) -> json { return r.wall_ms; },
        [](In f, Out o) { o.wall_ms = f.num<double>(); }, "the case's wall time in ms"},
       {"phases_ms", kResult, kNotNull, kRequired, write_phases, read_phases,
