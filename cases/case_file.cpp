@@ -728,15 +728,22 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const int64_t min_block_id = integer(c, t, "min_block_id", 1);
   const RouteExpectation table_route = route_expectation(c, t);
   bool boundaries = false;
-  if (const toml::node* b = c.get(t, "route_boundaries")) {
-    if (!b->is_boolean()) c.fail(*b, "route_boundaries", "expected true or false, got " + type_name(*b));
-    boundaries = *b->value<bool>();
-    if (boundaries && (c.get(t, "context_lens_lists") || !target_compute_units_of(target)))
-      c.fail(*b, "route_boundaries",
-             "needs batch_sizes with a context_lens range and a named target (MI355X, cus=N)");
+  const toml::node* boundaries_node = c.get(t, "route_boundaries");
+  if (boundaries_node) {
+    if (!boundaries_node->is_boolean())
+      c.fail(*boundaries_node, "route_boundaries", "expected true or false, got " + type_name(*boundaries_node));
+    boundaries = *boundaries_node->value<bool>();
   }
   const auto variants = variants_of(c, t, kind);
   const bool routed = std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.router.empty(); });
+  // aiter's threshold is in the target's compute units; the vLLM unified launcher's is not.
+  const bool needs_target = std::any_of(variants.begin(), variants.end(), [](const Variant& v) {
+    return !v.router.empty() && !unified_rule_of(v.router);
+  });
+  if (boundaries && (c.get(t, "context_lens_lists") || (needs_target && !target_compute_units_of(target))))
+    c.fail(*boundaries_node, "route_boundaries",
+           needs_target ? "needs batch_sizes with a context_lens range and a named target (MI355X, cus=N)"
+                        : "needs batch_sizes with a context_lens range");
   if (boundaries && !routed)
     c.fail(node_of(c, t, "route_boundaries"), "route_boundaries", "the table has no router variant");
   if (table_route.stated() && !routed)
@@ -749,12 +756,18 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   }
   for_each_base(c, t, kind, axes, models, [&](const Case& base) {
     for (const auto& v : variants) {
-      // route_boundaries: router rows also get the batches around the threshold for these heads (route_boundaries.h).
+      // route_boundaries: router rows also get the batches around the threshold for these heads (route_boundaries.h):
+      // aiter's in the target's compute units, or the vLLM unified launcher's 2d/3d one.
       std::vector<std::vector<int64_t>> rows = lists;
-      if (boundaries && !v.router.empty())
-        for (int64_t b : route_boundary_batches(base.num_heads, *target_compute_units_of(target)))
+      if (boundaries && !v.router.empty()) {
+        const std::optional<UnifiedRule> unified = unified_rule_of(v.router);
+        const std::vector<int64_t> around =
+            unified ? unified_route_boundary_batches(*unified, base.num_heads, base.num_kv_heads)
+                    : route_boundary_batches(base.num_heads, *target_compute_units_of(target));
+        for (int64_t b : around)
           if (std::find(batch_sizes.begin(), batch_sizes.end(), b) == batch_sizes.end())
             rows.push_back(std::vector<int64_t>(size_t(b), 0));
+      }
       const RouteExpectation& route = v.route.stated() ? v.route : table_route;
       for (size_t row = 0; row < rows.size(); ++row)
         for (const QueryLens& ql : query_axis)

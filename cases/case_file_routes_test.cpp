@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "case_file.h"
 #include "case_file_test_util.h"
@@ -63,6 +64,37 @@ TEST(CaseFileRoutes, BoundariesAddBatchesAroundTheThresholdAndRoutesAreStated) {
     EXPECT_EQ(c.context_len_min, 1);
     EXPECT_EQ(c.context_len_max, 30);
   }
+}
+
+// vLLM's unified launcher: route_boundaries adds the batches around its 2d/3d threshold for the
+// per-rank kv heads (Qwen3-235B-A22B at tp=8: 8 heads over 1 kv head, BLOCK_Q 2), with no target.
+TEST(CaseFileRoutes, UnifiedBoundariesFollowTheKvHeadsAndNeedNoTarget) {
+  const std::string text = kHead +
+                           "batch_sizes = [4]\n"
+                           "route_boundaries = true\n"
+                           "routers = [\"vllm-v0.9.2\", \"vllm-unified-9c0ee99\"]\n"
+                           "expect_routed_to = [\n"
+                           "  { routers = [\"vllm-v0.9.2\"], batch_range = [1, 85], "
+                           "reader = \"unified_attention_3d\" },\n"
+                           "  { routers = [\"vllm-unified-9c0ee99\"], batch_range = [1, 128], "
+                           "reader = \"unified_attention_3d\" },\n"
+                           "  { reader = \"unified_attention_2d\" },\n"
+                           "]\n";
+  std::map<std::string, std::vector<int64_t>> batches;
+  for (const Case& c : parse_case_text(text, "u.toml")) {
+    batches[c.router_policy].push_back(c.batch_size);
+    EXPECT_EQ(c.num_kv_heads, 1);
+    const int64_t last_3d = c.router_policy == "vllm-v0.9.2" ? 85 : 128;
+    EXPECT_EQ(c.expect_routed_to, c.batch_size <= last_3d ? "unified_attention_3d" : "unified_attention_2d")
+        << c.router_policy << " " << c.batch_size;
+  }
+  // (85 // 2 + 85) * 1 = 127 <= 128 < 129 = 86 // 2 + 86; 128 // 1 = 128.
+  EXPECT_EQ(batches["vllm-v0.9.2"], (std::vector<int64_t>{4, 84, 85, 86}));
+  EXPECT_EQ(batches["vllm-unified-9c0ee99"], (std::vector<int64_t>{4, 127, 128, 129}));
+  expect_error("[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\nblock_sizes = [16]\n"
+               "dtypes = [\"bf16\"]\ncontext_lens_lists = [[3, 4]]\nrouters = [\"vllm-unified-9c0ee99\"]\n"
+               "route_boundaries = true\n",
+               "bad.toml:9: field 'route_boundaries': needs batch_sizes with a context_lens range");
 }
 
 TEST(CaseFileRoutes, AStringStatesOneRouteAndAVariantOverridesTheTable) {

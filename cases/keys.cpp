@@ -213,7 +213,8 @@ std::vector<CaseKey> decode_keys() {
           .means("distributions of Q, K and V (harness/case/value_dist.h). Ids gain `/values=V` when not normal"),
       Row("route_boundaries", kDecode, KeyType::Boolean).dflt("false")
           .means("router rows also get the batch sizes around the threshold num_seqs * num_heads > 2 * CUs of "
-                 "the named target (cases/route_boundaries.h)"),
+                 "the named target (aiter policies), or around the 2d/3d threshold of the per-rank kv heads "
+                 "(vllm-unified policies; cases/route_boundaries.h)"),
       Row("min_block_id", kDecode, KeyType::Integer).dflt("1").range(1, int64_t(1) << 30)
           .means("sequences' pages come from block ids from this one up (block 0 is the null block). Ids gain "
                  "`/minblock=N` when not 1"),

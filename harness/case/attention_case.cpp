@@ -105,6 +105,7 @@ bool plan_route(DecodeCase& d) {
     routing::RouteInput in;
     in.num_seqs = c.batch_size;
     in.num_heads = c.num_heads;
+    in.num_kv_heads = c.num_kv_heads;  // the vLLM unified launcher's grid; a decode step: one query token a sequence
     in.head_size = c.head_size;
     in.cache_dtype = c.fp8_cache()              ? routing::CacheDtype::fp8
                      : c.dtype == DType::F16 ? routing::CacheDtype::fp16

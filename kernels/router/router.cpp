@@ -11,10 +11,21 @@ namespace {
 RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128);
 RouteDecision rule_pre_b4885d2(const RouteInput& in) { return aiter_rule(in, false); }
 RouteDecision rule_b4885d2(const RouteInput& in) { return aiter_rule(in, true); }
+// vLLM's unified_attention launcher (router.h names the commits).
+enum class BlockM { fixed16, pow2_above_16 };
+RouteDecision vllm_grid_rule(const RouteInput& in, BlockM block_m, const char* policy);
+RouteDecision vllm_seq_threshold_rule(const RouteInput& in);
+RouteDecision rule_vllm_ccd7c05(const RouteInput& in) {
+  return vllm_grid_rule(in, BlockM::fixed16, "vllm-unified-ccd7c05");
+}
+RouteDecision rule_vllm_6d80ae8(const RouteInput& in) {
+  return vllm_grid_rule(in, BlockM::pow2_above_16, "vllm-unified-6d80ae8");
+}
+RouteDecision rule_vllm_9c0ee99(const RouteInput& in) { return vllm_seq_threshold_rule(in); }
 
 struct Policy {
   std::string name;
-  std::string alias;  // release tag, e.g. "aiter-v0.1.12"; may be empty
+  std::string alias;  // release tag, e.g. "aiter-v0.1.12"; empty when none was verified
   RuleFn rule;
   bool fixture;       // known to misroute on purpose
   RuleFn substitute = nullptr;  // --replace-router: run this rule instead
@@ -22,7 +33,10 @@ struct Policy {
 
 std::vector<Policy>& policies() {
   static std::vector<Policy> p{{"aiter-pre-b4885d2", "aiter-v0.1.10.post3", rule_pre_b4885d2, true},
-                               {"aiter-b4885d2", "aiter-v0.1.12", rule_b4885d2, false}};
+                               {"aiter-b4885d2", "aiter-v0.1.12", rule_b4885d2, false},
+                               {"vllm-unified-ccd7c05", "vllm-v0.9.2", rule_vllm_ccd7c05, false},
+                               {"vllm-unified-6d80ae8", "", rule_vllm_6d80ae8, false},
+                               {"vllm-unified-9c0ee99", "vllm-v0.14.0", rule_vllm_9c0ee99, false}};
   return p;
 }
 
@@ -72,7 +86,10 @@ namespace {
 std::vector<std::string>& names_list() {
   static std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& p : policies()) v.push_back(p.name), v.push_back(p.alias);
+    for (const auto& p : policies()) {
+      v.push_back(p.name);
+      if (!p.alias.empty()) v.push_back(p.alias);
+    }
     return v;
   }();
   return names;
@@ -129,6 +146,18 @@ RouteDecision route(const std::string& policy, const RouteInput& in) {
   require(in.num_heads >= 1 && in.head_size >= 1, "num_heads and head_size must be >= 1");
   require(in.compute_units >= 1, "compute_units must be >= 1");
   require(in.high_precision >= 0 && in.high_precision <= 2, "high_precision must be 0, 1 or 2");
+  require(in.num_kv_heads >= 0 && (in.num_kv_heads == 0 || in.num_heads % in.num_kv_heads == 0),
+          "num_kv_heads must divide num_heads (0: num_heads), got " + std::to_string(in.num_kv_heads) + " for " +
+              std::to_string(in.num_heads));
+  const int64_t tokens = in.num_query_tokens == 0 ? in.num_seqs : in.num_query_tokens;
+  require(in.num_query_tokens >= 0 && in.max_query_len >= 1, "num_query_tokens must be >= 0, max_query_len >= 1");
+  // Every sequence has 1 .. max_query_len query tokens.
+  require(tokens >= in.num_seqs && (in.num_seqs == 0 ? tokens == 0 && in.max_query_len == 1
+                                                      : in.max_query_len <= tokens - in.num_seqs + 1 &&
+                                                            in.max_query_len * in.num_seqs >= tokens),
+          "num_query_tokens = " + std::to_string(tokens) + " is not num_seqs = " + std::to_string(in.num_seqs) +
+              " queries of 1 .. max_query_len = " + std::to_string(in.max_query_len) +
+              " tokens, one of them the longest");
   RouteDecision d = (p->substitute ? p->substitute : p->rule)(in);
   d.policy = p->name;
   return d;
@@ -150,6 +179,48 @@ RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128) {
   const std::string cus = "2*CUs = " + std::to_string(threshold);
   if (total_heads > threshold) return decide(kAsmReader, numbers + " > " + cus);
   return decide(kRocmReader, numbers + " <= " + cus);
+}
+
+int64_t kv_heads(const RouteInput& in) { return in.num_kv_heads == 0 ? in.num_heads : in.num_kv_heads; }
+int64_t query_tokens(const RouteInput& in) { return in.num_query_tokens == 0 ? in.num_seqs : in.num_query_tokens; }
+std::string prefill_reason(const RouteInput& in) {
+  return "max_seqlen_q = " + std::to_string(in.max_query_len) + " > 1 (a prefill in the batch)";
+}
+
+int64_t next_power_of_2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// ccd7c05 / 6d80ae8: the 2d grid (total_num_q_blocks, num_kv_heads) against 128 programs.
+RouteDecision vllm_grid_rule(const RouteInput& in, BlockM block_m_rule, const char* policy) {
+  const int64_t kv = kv_heads(in), per_kv = in.num_heads / kv;
+  const int64_t block_m = block_m_rule == BlockM::pow2_above_16 && per_kv > 16 ? next_power_of_2(per_kv) : 16;
+  const int64_t block_q = block_m / per_kv;
+  // The launcher computes total_num_q_blocks (q.shape[0] // BLOCK_Q) before it chooses.
+  if (block_q == 0)
+    throw std::invalid_argument(std::string("route: ") + policy + ": num_queries_per_kv = " + std::to_string(per_kv) +
+                                " > 16 makes BLOCK_Q = 16 // " + std::to_string(per_kv) +
+                                " = 0, and the launcher divides by it (ZeroDivisionError; fixed by 6d80ae8)");
+  if (in.max_query_len > 1) return decide(kUnified2dReader, prefill_reason(in));
+  const int64_t blocks = query_tokens(in) / block_q + in.num_seqs, programs = blocks * kv;
+  const std::string numbers = "total_num_q_blocks*num_kv_heads = " + std::to_string(blocks) + "*" + std::to_string(kv) +
+                              " = " + std::to_string(programs);
+  const std::string bq = " (BLOCK_Q = " + std::to_string(block_q) + ")";
+  if (programs > 128) return decide(kUnified2dReader, numbers + " > 128" + bq);
+  return decide(kUnified3dReader, numbers + " <= 128" + bq);
+}
+
+// 9c0ee99: num_seqs against seq_threshold_3D = MIN_LAUNCH_GRID_SIZE_2D // num_kv_heads (triton_attn.py).
+RouteDecision vllm_seq_threshold_rule(const RouteInput& in) {
+  if (in.max_query_len > 1) return decide(kUnified2dReader, prefill_reason(in));
+  const int64_t kv = kv_heads(in), threshold = 128 / kv;
+  const std::string numbers = "num_seqs = " + std::to_string(in.num_seqs);
+  const std::string t = "seq_threshold_3D = " + std::to_string(threshold) + " (128 // num_kv_heads " +
+                        std::to_string(kv) + ")";
+  if (in.num_seqs > threshold) return decide(kUnified2dReader, numbers + " > " + t);
+  return decide(kUnified3dReader, numbers + " <= " + t);
 }
 
 }  // namespace
