@@ -96,6 +96,9 @@ struct DecodeCase : CaseState {
   int64_t outputs() const { return s.num_query_tokens * c.num_heads * c.head_size; }
 };
 
+// plan: the sequences (drawn first: a router sees the query lengths; recorded once the case runs).
+void plan_sequences(DecodeCase& d) { d.s = make_sequences(d.c, d.rng); }
+
 // plan: the reader, the case's own or the router's decision for it.
 bool plan_route(DecodeCase& d) {
   const Case& c = d.c;
@@ -105,7 +108,9 @@ bool plan_route(DecodeCase& d) {
     routing::RouteInput in;
     in.num_seqs = c.batch_size;
     in.num_heads = c.num_heads;
-    in.num_kv_heads = c.num_kv_heads;  // the vLLM unified launcher's grid; a decode step: one query token a sequence
+    in.num_kv_heads = c.num_kv_heads;  // the vLLM unified launcher's grid
+    in.num_query_tokens = d.s.num_query_tokens;
+    in.max_query_len = d.s.max_query_len;
     in.head_size = c.head_size;
     in.cache_dtype = c.fp8_cache()              ? routing::CacheDtype::fp8
                      : c.dtype == DType::F16 ? routing::CacheDtype::fp16
@@ -170,10 +175,9 @@ bool plan_capabilities(DecodeCase& d) {
   return true;
 }
 
-// plan: the sequences, the reader's page tables, the cache layout and its margins, the fp8 scales.
+// plan: the page tables of the drawn sequences, the cache layout and its margins, the fp8 scales.
 bool plan_layout(DecodeCase& d) {
   const Case& c = d.c;
-  d.s = make_sequences(c, d.rng);
   d.r.context_lens = d.s.context_lens;
   if (c.ragged()) d.r.query_lens = d.s.query_lens;
   d.pt = make_page_tables(c, d.s);
@@ -620,6 +624,7 @@ int64_t target_compute_units(const std::string& target) {
 
 CaseResult run_decode_case(const Case& c, const Registry& registry, const DecodeOptions& options) {
   DecodeCase d(c, options);
+  plan_sequences(d);
   if (!plan_route(d) || !plan_kernels(d, registry) || !plan_capabilities(d) || !plan_layout(d)) return d.r;
   start_reference(d);
   run_device_stages(d, [&] {
