@@ -50,6 +50,7 @@ kvh_capabilities asm_caps() {
   c.head_sizes = kAsmHeadSizes;
   c.num_head_sizes = 1;
   c.modifiers = kAllModifiers;
+  c.max_query_len = 4;  // the multi-token mode (pa_fwd_hd128.h kMaxQueryTokens): causal only
   return c;
 }
 kvh_capabilities general_caps() {
