@@ -8,6 +8,7 @@
 #pragma once
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cache/cache_addressing.h"
 #include "cache/cache_fp8.h"
@@ -214,6 +215,91 @@ inline hipError_t check_attention_args(const kvh_attention_args& a, int format, 
   if (a.max_context_len < 1 || bt.shape[1] * bs < a.max_context_len) return hipErrorInvalidValue;
   if (!o.data || !q.data || !kc.data || !vc.data || !bt.data || !cl.data) return hipErrorInvalidValue;
   return check_score_modifiers(a);
+}
+
+/// The ragged-query view of kvh_attention_args (kvharness 0.4, provider.h), by value: sequence s
+/// has q_s = qsl[s+1] - qsl[s] query tokens at rows qsl[s] .., and lens[s] tokens in all. A decode
+/// call (no query_start_loc) has qsl null: row s is sequence s's one token.
+struct RaggedParams {
+  const int32_t* qsl = nullptr;   // [num_seqs + 1] query_start_loc, stride qsl_s; null: decode
+  const int32_t* lens = nullptr;  // [num_seqs] seq_lens (context_lens when absent), stride lens_s
+  int64_t qsl_s = 0, lens_s = 0;
+  int32_t num_seqs = 0, num_query_tokens = 0, max_query_len = 1;
+  int32_t causal = 1;             // 0: every query token sees the whole sequence
+};
+
+/// Validates `a` for a reader that takes ragged queries up to `max_query_len_cap` tokens a
+/// sequence (1: decode only) and fills *r. Everything check_attention_args checks, with the
+/// sequence count taken from block_tables (query/out have num_query_tokens rows), plus:
+/// query and out have the same rows; with query_start_loc set: int32 [num_seqs + 1],
+/// num_query_tokens = those rows, 1 <= max_query_len <= max_query_len_cap (when num_seqs > 0);
+/// without it (a decode call, or an older caller): max_query_len <= 1, num_query_tokens 0 or
+/// the rows, rows = num_seqs; seq_lens, when set, int32 [num_seqs]; causal 0 or 1, and 1 when
+/// `non_causal` is false and max_query_len > 1; k_scale_tensor / v_scale_tensor both set or
+/// both null, each f32 [1]. Values inside the arrays (device memory) are not read here:
+/// kernels clamp them. Fields past the caller's struct_size take their defaults (a decode call).
+inline hipError_t check_ragged_attention_args(const kvh_attention_args& a, int format, bool check_head_size,
+                                              int32_t max_query_len_cap, bool non_causal, RaggedParams* r) {
+  if (a.query.ndim != 3 || a.out.ndim != 3 || a.block_tables.ndim != 2) return hipErrorInvalidValue;
+  const int64_t rows = a.query.shape[0], num_seqs = a.block_tables.shape[0];
+  if (a.out.shape[0] != rows || rows < 0 || rows > INT32_MAX) return hipErrorInvalidValue;
+  RaggedParams p;
+  p.lens = static_cast<const int32_t*>(a.context_lens.data);
+  p.lens_s = a.context_lens.ndim == 1 ? a.context_lens.stride[0] : 0;
+  p.num_seqs = int32_t(num_seqs < 65536 ? num_seqs : 65536);
+  p.num_query_tokens = int32_t(rows);
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, workspaces)) {
+    const kvh_tensor& qsl = a.query_start_loc;
+    if (qsl.data) {
+      if (qsl.dtype != KVH_DT_I32 || qsl.ndim != 1 || qsl.shape[0] != num_seqs + 1) return hipErrorInvalidValue;
+      if (a.num_query_tokens != rows) return hipErrorInvalidValue;
+      if (num_seqs > 0 && (a.max_query_len < 1 || a.max_query_len > max_query_len_cap)) return hipErrorInvalidValue;
+      p.qsl = static_cast<const int32_t*>(qsl.data), p.qsl_s = qsl.stride[0];
+      p.max_query_len = a.max_query_len < 1 ? 1 : a.max_query_len;
+    } else {
+      if (a.max_query_len > 1) return hipErrorInvalidValue;  // ragged without query_start_loc
+      if (a.num_query_tokens != 0 && a.num_query_tokens != rows) return hipErrorInvalidValue;
+      if (rows != num_seqs) return hipErrorInvalidValue;
+    }
+    if (a.seq_lens.data) {
+      if (a.seq_lens.dtype != KVH_DT_I32 || a.seq_lens.ndim != 1 || a.seq_lens.shape[0] != num_seqs)
+        return hipErrorInvalidValue;
+      p.lens = static_cast<const int32_t*>(a.seq_lens.data), p.lens_s = a.seq_lens.stride[0];
+    }
+    if (a.causal != 0 && a.causal != 1) return hipErrorInvalidValue;
+    if (p.max_query_len > 1 && a.causal == 0 && !non_causal) return hipErrorInvalidValue;
+    p.causal = p.max_query_len > 1 ? a.causal : 1;  // one query token at L - 1 sees the whole sequence either way
+    const kvh_tensor &ks = a.k_scale_tensor, &vs = a.v_scale_tensor;
+    if (!ks.data != !vs.data) return hipErrorInvalidValue;
+    for (const kvh_tensor* t : {&ks, &vs})
+      if (t->data && (t->dtype != KVH_DT_F32 || t->ndim != 1 || t->shape[0] != 1)) return hipErrorInvalidValue;
+  } else if (rows != num_seqs) {
+    return hipErrorInvalidValue;
+  }
+  // The decode checks on the args as a decode call of num_seqs sequences would pass them
+  // (only the fields within the caller's struct_size are copied).
+  kvh_attention_args d{};
+  const size_t n = a.struct_size < sizeof(d) ? a.struct_size : sizeof(d);
+  memcpy(static_cast<void*>(&d), &a, n);
+  d.query.shape[0] = d.out.shape[0] = num_seqs;
+  if (hipError_t e = check_attention_args(d, format, check_head_size); e != hipSuccess) return e;
+  if (num_seqs > 0 && rows > 0 && !a.query.data) return hipErrorInvalidValue;
+  *r = p;
+  return hipSuccess;
+}
+
+/// make_attention_params for a ragged call: as for decode, and on an fp8 cache whose scales are
+/// NONE the k_scale_tensor / v_scale_tensor (f32 [1], when set) are read on the device (as the
+/// TENSOR granularity) instead of the floats: the tensors are what serving stacks pass.
+inline AttentionParams make_ragged_attention_params(const kvh_attention_args& a, int format) {
+  AttentionParams p = make_attention_params(a, format);
+  if (KVH_HAS_FIELD(&a, kvh_attention_args, v_scale_tensor) && is_fp8(a.key_cache.dtype) &&
+      p.sc.granularity == KVH_SCALES_NONE && a.k_scale_tensor.data && a.v_scale_tensor.data) {
+    p.sc.granularity = KVH_SCALES_TENSOR;
+    p.sc.k = scale_view_of(a.k_scale_tensor);
+    p.sc.v = scale_view_of(a.v_scale_tensor);
+  }
+  return p;
 }
 
 /// Calls fn(T{}, C{}) with the query's element type T (fp16_t / bf16_t) and

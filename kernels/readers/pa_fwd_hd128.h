@@ -20,6 +20,16 @@
 // Score modifiers (ScoreModifiers): soft-cap and ALiBi turn each logit; the
 // chunks start at the sliding window's first token; the sink logit joins the
 // running max and sum once, after the last chunk.
+//
+// Multi-token mode (aiter's ASM kernels have multi-token / MTP variants): up to
+// kMaxQueryTokens = 4 query tokens a sequence, causal only (kvh_attention_args
+// 0.4: query_start_loc, seq_lens, max_query_len). The grid gains a third
+// dimension, the query token j < max_query_len of the sequence; token j of q
+// sits at p = L - q + j and sees tokens 0..p, which is exactly the decode
+// problem over a context of p + 1 tokens (the window's first token, ALiBi's
+// t - p and the sink all follow), so the block runs the decode algorithm with
+// ctx = p + 1 on query/out row query_start_loc[s] + j. Decode calls (no
+// query_start_loc, or q = 1) are unchanged: z = 0, ctx = L, row s.
 #pragma once
 #include <cmath>
 
@@ -30,6 +40,7 @@ namespace kvh::kernels {
 
 constexpr int kHead = 128;      // the fixed function: also the thread count and the token chunk
 constexpr int kGroupHeads = 8;  // query heads per block
+constexpr int32_t kMaxQueryTokens = 4;  // multi-token mode: query tokens a sequence (causal)
 
 /// The correct rules; kernels/testing/planted_asm.hip substitutes one of them.
 struct AsmCorrectVariant {
@@ -46,18 +57,27 @@ struct AsmCorrectVariant {
 };
 
 template <class T, class C, class Variant>
-__global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) {
+__global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a, RaggedParams rp) {
   __shared__ float q_s[kGroupHeads][kHead], w_s[kGroupHeads][kHead];
   __shared__ float run_max[kGroupHeads], run_sum[kGroupHeads], rescale[kGroupHeads];
-  const int s = int(blockIdx.y), tid = int(threadIdx.x);
+  const int s = int(blockIdx.y), qj = int(blockIdx.z), tid = int(threadIdx.x);
   const int group = a.num_heads / a.num_kv_heads, chunks = (group + kGroupHeads - 1) / kGroupHeads;
   const int kv = int(blockIdx.x) / chunks, j0 = (int(blockIdx.x) % chunks) * kGroupHeads;
   const int nh = group - j0 < kGroupHeads ? group - j0 : kGroupHeads;
   auto head = [&](int j) { return Variant::query_head(kv, j0 + j, a.num_heads, a.num_kv_heads); };
-  const int32_t n_ctx = a.context_lens[s * a.cl_s];
-  const int ctx = n_ctx < a.max_context_len ? n_ctx : a.max_context_len;
+  // The sequence's query rows [row0, row0 + nq), clamped to the rows there are; token qj of them.
+  int64_t row0 = s, row1 = int64_t(s) + 1;
+  if (rp.qsl) row0 = rp.qsl[s * rp.qsl_s], row1 = rp.qsl[(s + 1) * rp.qsl_s];
+  row0 = row0 < 0 ? 0 : (row0 > rp.num_query_tokens ? rp.num_query_tokens : row0);
+  row1 = row1 < row0 ? row0 : (row1 > rp.num_query_tokens ? rp.num_query_tokens : row1);
+  const int nq = int(row1 - row0 < rp.max_query_len ? row1 - row0 : rp.max_query_len);
+  if (qj >= nq) return;  // uniform over the block
+  const int64_t row = row0 + qj;
+  const int32_t n_ctx = rp.lens[s * rp.lens_s];
+  // Token qj sits at p = L - nq + qj: the decode problem over its first p + 1 tokens.
+  const int ctx = (n_ctx < a.max_context_len ? n_ctx : a.max_context_len) - nq + 1 + qj;
   for (int j = 0; j < nh; ++j) {
-    const T* q = static_cast<const T*>(a.query) + s * a.q_s[0] + head(j) * a.q_s[1];
+    const T* q = static_cast<const T*>(a.query) + row * a.q_s[0] + head(j) * a.q_s[1];
     q_s[j][tid] = to_float(q[tid * a.q_s[2]]) * a.scale;
   }
   if (tid < kGroupHeads) run_max[tid] = -INFINITY, run_sum[tid] = 0.f;
@@ -127,24 +147,29 @@ __global__ void __launch_bounds__(kHead) pa_fwd_hd128_kernel(AttentionParams a) 
       num *= r;
       den = den * r + expf(sink - m2);
     }
-    T* out = static_cast<T*>(a.out) + s * a.out_s[0] + head(j) * a.out_s[1];
+    T* out = static_cast<T*>(a.out) + row * a.out_s[0] + head(j) * a.out_s[1];
     out[tid * a.out_s[2]] = from_float<T>(ctx > 0 ? num / den : 0.f);
   }
 }
 
-/// Validates `a` (check_attention_args without the head-size test) and launches
-/// the kernel; returns 0 or a HIP error code (nothing launched on hipErrorInvalidValue).
+/// Validates `a` (check_ragged_attention_args without the head-size test: decode, or up to
+/// kMaxQueryTokens causal query tokens a sequence) and launches the kernel; returns 0 or a HIP
+/// error code (nothing launched on hipErrorInvalidValue).
 template <class Variant = AsmCorrectVariant>
 int launch_pa_fwd_hd128(const kvh_attention_args* a, void* stream) {
-  if (hipError_t e = check_attention_args(*a, KVH_CACHE_SHUFFLE, /*check_head_size=*/false); e != hipSuccess) return e;
-  const int64_t num_seqs = a->query.shape[0];
-  if (num_seqs == 0) return hipSuccess;
-  const AttentionParams p = make_attention_params(*a, KVH_CACHE_SHUFFLE);
+  RaggedParams rp;
+  if (hipError_t e = check_ragged_attention_args(*a, KVH_CACHE_SHUFFLE, /*check_head_size=*/false, kMaxQueryTokens,
+                                                 /*non_causal=*/false, &rp);
+      e != hipSuccess)
+    return e;
+  if (rp.num_seqs == 0 || rp.num_query_tokens == 0) return hipSuccess;
+  const AttentionParams p = make_ragged_attention_params(*a, KVH_CACHE_SHUFFLE);
   const int group = p.num_heads / p.num_kv_heads;
-  const dim3 grid(unsigned(p.num_kv_heads * ((group + kGroupHeads - 1) / kGroupHeads)), unsigned(num_seqs));
+  const dim3 grid(unsigned(p.num_kv_heads * ((group + kGroupHeads - 1) / kGroupHeads)), unsigned(rp.num_seqs),
+                  unsigned(rp.max_query_len));
   return with_reader_types(*a, [&](auto t, auto c) {
     hipLaunchKernelGGL(HIP_KERNEL_NAME(pa_fwd_hd128_kernel<decltype(t), decltype(c), Variant>), grid, dim3(kHead), 0,
-                       (hipStream_t)stream, p);
+                       (hipStream_t)stream, p, rp);
     return int(hipGetLastError());
   });
 }

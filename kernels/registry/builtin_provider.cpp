@@ -19,6 +19,11 @@ extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_prefetch_past_last_page(const kvh_attention_args*, void*);
+extern "C" int kvh_unified_attention_2d(const kvh_attention_args*, void*);
+extern "C" int kvh_unified_attention_3d(const kvh_attention_args*, void*);
+extern "C" int kvh_unified_attention_2d_hnd(const kvh_attention_args*, void*);
+extern "C" int kvh_unified_attention_3d_hnd(const kvh_attention_args*, void*);
+extern "C" int kvh_unified_attention_workspaces(const kvh_attention_args*, kvh_workspace_spec*, int32_t, int32_t*);
 
 namespace {
 
@@ -45,6 +50,7 @@ kvh_capabilities asm_caps() {
   c.head_sizes = kAsmHeadSizes;
   c.num_head_sizes = 1;
   c.modifiers = kAllModifiers;
+  c.max_query_len = 4;  // the multi-token mode (pa_fwd_hd128.h kMaxQueryTokens): causal only
   return c;
 }
 kvh_capabilities general_caps() {
@@ -74,6 +80,18 @@ kvh_capabilities page_caps() {
   return c;
 }
 const kvh_capabilities kPageCaps = page_caps();
+
+// The unified (varlen) readers: ragged query batches up to 65536 tokens a sequence, causal or
+// not, every score modifier, fp8 caches at every scale granularity, any block size, GQA ratio
+// and multiple of 8 up to 256 as head_size; the 3d path's workspaces are typed.
+kvh_capabilities unified_caps() {
+  kvh_capabilities c = fp8_caps();
+  c.modifiers = kAllModifiers | KVH_MOD_NON_CAUSAL;
+  c.max_query_len = 65536;
+  return c;
+}
+const kvh_capabilities kUnifiedCaps = unified_caps();
+const kvh_workspaces_fn kSegments = workspaces_entry<kvh_unified_attention_workspaces>;
 const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
 
 const kvh_kernel_desc kBuiltins[] = {
@@ -140,6 +158,23 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: shuffle-layout reader that also reads the page after a sequence's last one (a "
         "block-table padding entry) and masks it by multiplying with zero",
         KVH_CACHE_SHUFFLE, 1, nullptr),
+    reader_desc<kvh_unified_attention_2d>(
+        "unified_attention_2d",
+        "unified (varlen) paged attention, NHD K and V: ragged query batches (chunked prefill, spec decode, "
+        "decode), one pass per block of query tokens and GQA group, online softmax",
+        KVH_CACHE_NHD, 0, nullptr, &kUnifiedCaps),
+    typed_reader_desc<kvh_unified_attention_3d>(
+        "unified_attention_3d",
+        "unified (varlen) paged attention, NHD K and V: keys split into segments (typed workspaces segm_max, "
+        "segm_expsum, segm_output), then a reduce",
+        KVH_CACHE_NHD, 0, kSegments, &kUnifiedCaps),
+    reader_desc<kvh_unified_attention_2d_hnd>(
+        "unified_attention_2d_hnd", "unified (varlen) paged attention, HND K and V, one pass (as unified_attention_2d)",
+        KVH_CACHE_HND, 0, nullptr, &kUnifiedCaps),
+    typed_reader_desc<kvh_unified_attention_3d_hnd>(
+        "unified_attention_3d_hnd",
+        "unified (varlen) paged attention, HND K and V, segments and reduce (as unified_attention_3d)", KVH_CACHE_HND,
+        0, kSegments, &kUnifiedCaps),
 };
 
 }  // namespace

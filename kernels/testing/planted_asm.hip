@@ -37,6 +37,7 @@ kvh_capabilities caps() {
   c.head_sizes = kHeadSizes;
   c.num_head_sizes = 1;
   c.modifiers = KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI;  // as pa_fwd_asm
+  c.max_query_len = kvh::kernels::kMaxQueryTokens;                                       // as pa_fwd_asm
   return c;
 }
 const kvh_capabilities kCaps = caps();
