@@ -130,5 +130,43 @@ TEST(Filter, GlobsAndTheEmptyValueAreMatchedAsText) {
   EXPECT_TRUE(Filter("block_table_padding=").matches(c)) << "a write case has no padding";
 }
 
+// Ragged queries: max_query_len (a mixed batch's speculative sequences reach 8) and causal, 0 or 1.
+TEST(Filter, MaxQueryLenAndCausalAreKeys) {
+  Case c = sample();
+  c.kind = CaseKind::Attention;
+  c.reader = "paged_attention_rocm";
+  EXPECT_EQ(case_field(c, "max_query_len"), "1") << "decode";
+  EXPECT_EQ(case_field(c, "causal"), "1");
+  EXPECT_TRUE(Filter("max_query_len=1,causal=1").matches(c));
+  EXPECT_FALSE(Filter("max_query_len!=1").matches(c));
+  c.query_len_min = 2;
+  c.query_len_max = 64;
+  EXPECT_EQ(case_field(c, "max_query_len"), "64");
+  EXPECT_TRUE(Filter("max_query_len=064").matches(c)) << "compared as an integer";
+  EXPECT_TRUE(Filter("max_query_len=8|64").matches(c));
+  EXPECT_FALSE(Filter("max_query_len=1").matches(c));
+  c.query_mixed = true;
+  c.query_len_max = 4;
+  EXPECT_EQ(case_field(c, "max_query_len"), "8") << "mixed: speculative [2, 8] beside chunks of at most 4";
+  c.query_len_max = 100;
+  EXPECT_EQ(case_field(c, "max_query_len"), "100");
+  c.query_mixed = false;
+  c.query_lens = {1, 7, 3};  // an explicit list: min and max are its extremes
+  c.query_len_min = 1;
+  c.query_len_max = 7;
+  EXPECT_TRUE(Filter("max_query_len=7").matches(c));
+  c.causal = false;
+  EXPECT_EQ(case_field(c, "causal"), "0");
+  EXPECT_TRUE(Filter("causal=0,max_query_len=7").matches(c));
+  EXPECT_FALSE(Filter("causal=1").matches(c));
+  EXPECT_TRUE(Filter("causal!=1").matches(c));
+  // Booleans are 0 and 1, as sinks; an integer key takes integers.
+  EXPECT_THROW(Filter("causal=false"), FilterError);
+  EXPECT_THROW(Filter("causal=2"), FilterError);
+  EXPECT_THROW(Filter("max_query_len=many"), FilterError);
+  EXPECT_THROW(Filter("max_query_len=1.5"), FilterError);
+  EXPECT_NO_THROW(Filter("max_query_len=1*")) << "a glob is not checked";
+}
+
 }  // namespace
 }  // namespace kvh

@@ -185,5 +185,59 @@ TEST(ValueDist, SizesThatDisagreeWithTheCaseThrow) {
   EXPECT_THROW(shape_values(c, t.lens, t.q, t.k, t.v), std::invalid_argument);
 }
 
+// Ragged queries: query rows query_start_loc[i] .. query_start_loc[i+1] are sequence i's, and
+// every one of them gets the sequence's sink pattern. Checked against decode: a query whose
+// every row of sequence i is decode's row i shapes into decode's shaped row i, row by row.
+TEST(ValueDist, EveryQueryRowOfASequenceGetsItsSinkPattern) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    const Case c = decode_case(8, 2, 128, dt, ValueDist::Sink, {700, 1300, 1, 257, 40});
+    const std::vector<int32_t> loc{0, 3, 4, 5, 65, 105};  // 3, 1, 1, 60 and 40 query tokens
+    const int64_t row = c.num_heads * c.head_size;
+    // The unshaped decode tensors, and a ragged query repeating row i for each of sequence i's tokens.
+    Case n = c;
+    n.values = ValueDist::Normal;
+    const Tensors raw = shaped(n);
+    std::vector<uint16_t> q;
+    for (size_t i = 0; i + 1 < loc.size(); ++i)
+      for (int32_t r = loc[i]; r < loc[i + 1]; ++r)
+        q.insert(q.end(), raw.q.begin() + int64_t(i) * row, raw.q.begin() + int64_t(i + 1) * row);
+    std::vector<uint16_t> qd = raw.q, kd = raw.k, vd = raw.v, kr = raw.k, vr = raw.v;
+    shape_values(c, raw.lens, qd, kd, vd);
+    shape_values(c, raw.lens, q, kr, vr, loc);
+    EXPECT_EQ(kr, kd) << "K and V do not depend on the query rows";
+    EXPECT_EQ(vr, vd);
+    for (size_t i = 0; i + 1 < loc.size(); ++i)
+      for (int32_t r = loc[i]; r < loc[i + 1]; ++r)
+        ASSERT_TRUE(std::equal(q.begin() + int64_t(r) * row, q.begin() + int64_t(r + 1) * row,
+                               qd.begin() + int64_t(i) * row))
+            << to_string(dt) << ": query row " << r << " of sequence " << i;
+    // So every row's sink logits dominate: sequence i's rows, as decode row i.
+    Tensors t{raw.lens, qd, kd, vd};
+    const Margins m = sink_margins(c, t);
+    EXPECT_GT(m.dominant, 100);
+    EXPECT_GT(m.weak, 100);
+    // query_start_loc 0, 1, .., S is decode's one row a sequence.
+    std::vector<int32_t> ones(6);
+    for (int32_t i = 0; i < 6; ++i) ones[size_t(i)] = i;
+    std::vector<uint16_t> q1 = raw.q, k1 = raw.k, v1 = raw.v;
+    shape_values(c, raw.lens, q1, k1, v1, ones);
+    EXPECT_EQ(q1, qd);
+    EXPECT_EQ(k1, kd);
+  }
+}
+
+TEST(ValueDist, QueryStartLocThatDisagreesWithTheQueryOrTheBatchThrows) {
+  const Case c = decode_case(8, 2, 64, DType::F16, ValueDist::Sink, {300, 9});
+  const int64_t row = c.num_heads * c.head_size;
+  Tensors t = shaped(c);
+  std::vector<uint16_t> q(size_t(7 * row));
+  EXPECT_NO_THROW(shape_values(c, t.lens, q, t.k, t.v, {0, 5, 7}));
+  EXPECT_THROW(shape_values(c, t.lens, q, t.k, t.v, {0, 5, 6}), std::invalid_argument) << "6 rows, the query has 7";
+  EXPECT_THROW(shape_values(c, t.lens, q, t.k, t.v, {0, 5, 8}), std::invalid_argument) << "8 rows";
+  EXPECT_THROW(shape_values(c, t.lens, q, t.k, t.v, {0, 7}), std::invalid_argument) << "one sequence of two";
+  EXPECT_THROW(shape_values(c, t.lens, q, t.k, t.v, {0, 2, 5, 7}), std::invalid_argument) << "three of two";
+  EXPECT_THROW(shape_values(c, t.lens, t.q, t.k, t.v, {0, 5, 7}), std::invalid_argument) << "a decode query of 2 rows";
+}
+
 }  // namespace
 }  // namespace kvh

@@ -196,6 +196,40 @@ TEST(Compare, FilterFieldsOfAResultsEntryAreTheCaseFields) {
   }
 }
 
+// The ragged-query filter keys too (max_query_len is derived: a mixed batch reaches 8), so that
+// `compare --filter max_query_len=8,causal=0` selects what `run` would.
+TEST(Compare, RaggedFilterFieldsOfAResultsEntryAreTheCaseFields) {
+  CaseResult cr;
+  cr.c.kind = CaseKind::Attention;
+  cr.c.model = "Qwen3-235B-A22B";
+  cr.c.reader = "paged_attention_rocm";
+  cr.c.batch_size = 8;
+  cr.c.context_len_min = 1;
+  cr.c.context_len_max = 4096;
+  cr.c.query_len_min = 2;
+  cr.c.query_len_max = 4;
+  cr.c.query_mixed = true;
+  cr.c.causal = false;
+  cr.query_lens = {1, 2, 8, 2, 4, 3, 1, 7};
+  CaseResult write;
+  write.c.model = "M";
+  write.c.writer = "reshape_and_cache";
+  for (const CaseResult& c : {cr, write}) {
+    RunReport r;
+    r.results = {c};
+    const json doc = json::parse(results_json(r));
+    const auto fields = filter_fields(doc["cases"][0]);
+    for (const auto& k : Filter::keys()) {
+      const auto it = fields.find(k);
+      EXPECT_EQ(it == fields.end() ? "" : it->second, case_field(c.c, k)) << c.c.id() << ": " << k;
+    }
+    EXPECT_EQ(Filter("max_query_len=8,causal=0").matches(fields), Filter("max_query_len=8,causal=0").matches(c.c));
+  }
+  RunReport r;
+  r.results = {cr};
+  EXPECT_TRUE(Filter("max_query_len=8,causal=0").matches(filter_fields(json::parse(results_json(r))["cases"][0])));
+}
+
 TEST(Compare, KernelUsThresholdFlagsATwiceSlowerCase) {
   const auto a = run({entry("slow", "PASS", "", 10.0), entry("steady", "PASS", "", 10.0),
                       entry("faster", "PASS", "", 10.0), entry("failing", "FAIL", "mismatch", 1.0)});

@@ -320,6 +320,8 @@ std::vector<ResultsField> make_results_fields() {
        [](R r) { return r.c.query_lens.empty() ? json(nullptr) : json(r.c.query_lens); },
        [](In f, Out o) { o.c.query_lens = f.list<int64_t>(); },
        "the case file's explicit query lengths (part of the id); null when drawn"},
+      {"max_query_len", kDerived, kNotNull, kRequired, [](R r) -> json { return r.c.max_query_len(); }, nullptr,
+       "the most query tokens a sequence of the case can have (1: decode, writes); the filter key"},
       {"verdict", kResult, kNotNull, kRequired, [](R r) -> json { return to_string(r.v.status); }, read_verdict,
        "PASS | FAIL | UNSUPPORTED | CRASH | XPASS | INTERRUPTED"},
       {"reason", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.reason); },

@@ -43,6 +43,12 @@ Case every_case_field_set() {
   c.context_lens = {17, 300};
   c.context_len_min = 17;
   c.context_len_max = 300;
+  // Ragged queries: an explicit list (min and max its extremes); mixed and noncausal only to set every field.
+  c.query_lens = {3, 200};
+  c.query_len_min = 3;
+  c.query_len_max = 200;
+  c.query_mixed = true;
+  c.causal = false;
   c.values = ValueDist::Sink;
   c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
   c.kv_scales = KvScales::Block;
@@ -84,6 +90,7 @@ CaseResult every_field_set() {
   cr.fixture = true;
   cr.expectations = {"x.toml:9"};
   cr.context_lens = {17, 300};
+  cr.query_lens = {3, 200};
   cr.wall_ms = 12.5;
   for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = 0.5 + p;
   return cr;
@@ -351,6 +358,93 @@ TEST(ResultsFields, ErrorsInsideAFieldNameTheCaseAndThePlace) {
   bad["phases_ms"][phase_name(Phase(0))] = "fast";
   why = refusal(bad);
   EXPECT_TRUE(has(why, "case " + id + ": field \"phases_ms." + phase_name(Phase(0)) + "\"")) << why;
+}
+
+const char* const kRaggedFields[] = {"query_len_min", "query_len_max", "query_mixed", "causal", "query_lens",
+                                     "given_query_lens"};
+
+// The ragged-query fields as they are written: null for writes, 1 and false for decode, the
+// drawn lengths only where a case is ragged, and read back as they were.
+TEST(ResultsFields, RaggedQueryFieldsAreWrittenAndReadBack) {
+  const std::vector<CaseResult> v = various();
+  const json write = case_result_json(v[0]), decode = case_result_json(v[1]);
+  for (const char* f : {"query_len_min", "query_len_max", "query_lens", "given_query_lens"})
+    EXPECT_TRUE(write.at(f).is_null()) << f;
+  EXPECT_EQ(decode.at("query_len_min"), 1);
+  EXPECT_EQ(decode.at("query_len_max"), 1);
+  EXPECT_EQ(decode.at("query_mixed"), false);
+  EXPECT_EQ(decode.at("causal"), true);
+  EXPECT_TRUE(decode.at("query_lens").is_null()) << "decode: none drawn";
+  EXPECT_TRUE(decode.at("given_query_lens").is_null());
+  // A drawn ragged case: the range, and the lengths that ran.
+  CaseResult r = v[1];
+  r.c.batch_size = 3;
+  r.c.query_len_min = 2;
+  r.c.query_len_max = 64;
+  r.c.causal = false;
+  r.query_lens = {64, 2, 5};
+  const json e = case_result_json(r);
+  EXPECT_EQ(e.at("query_len_min"), 2);
+  EXPECT_EQ(e.at("query_len_max"), 64);
+  EXPECT_EQ(e.at("causal"), false);
+  EXPECT_EQ(e.at("query_lens"), json({64, 2, 5}));
+  EXPECT_TRUE(e.at("given_query_lens").is_null()) << "drawn, not given";
+  EXPECT_NE(e.at("id").get<std::string>().find("/q2-64/noncausal/"), std::string::npos) << e.at("id");
+  const CaseResult back = case_result_from_json(e);
+  EXPECT_EQ(back.c.id(), r.c.id());
+  EXPECT_EQ(back.c.query_len_min, 2);
+  EXPECT_EQ(back.c.query_len_max, 64);
+  EXPECT_FALSE(back.c.causal);
+  EXPECT_FALSE(back.c.query_mixed);
+  EXPECT_EQ(back.query_lens, (std::vector<int32_t>{64, 2, 5}));
+  EXPECT_EQ(case_result_json(case_result_from_json(e, &r.c)), e) << "matched to its case";
+  // A mixed batch, and a given list (part of the id).
+  r.c.query_mixed = true;
+  EXPECT_EQ(case_result_from_json(case_result_json(r)).c.id(), r.c.id());
+  r.c.query_mixed = false;
+  r.c.query_lens = {1, 9, 4};
+  r.c.query_len_min = 1;
+  r.c.query_len_max = 9;
+  const json g = case_result_json(r);
+  EXPECT_EQ(g.at("given_query_lens"), json({1, 9, 4}));
+  EXPECT_EQ(case_result_from_json(g).c.query_lens, (std::vector<int64_t>{1, 9, 4}));
+  EXPECT_EQ(case_result_from_json(g).c.id(), r.c.id());
+}
+
+// results.json written before ragged queries has none of the fields: its entries (writes and
+// decode cases) still load, rebuilt or matched to their case, as the same case and id.
+TEST(ResultsFields, ResultsWithoutTheRaggedQueryFieldsStillLoad) {
+  std::vector<CaseResult> old = various();
+  old.pop_back();  // the full sample is ragged; older results had write and decode cases
+  CaseResult routed = every_field_set();
+  routed.c.query_lens.clear();
+  routed.c.query_len_min = routed.c.query_len_max = 1;
+  routed.c.query_mixed = false;
+  routed.c.causal = true;
+  routed.query_lens.clear();
+  old.push_back(routed);
+  for (const CaseResult& cr : old) {
+    const json e = case_result_json(cr);
+    json before = e;
+    for (const char* f : kRaggedFields) {
+      ASSERT_TRUE(before.contains(f)) << f;
+      before.erase(f);
+    }
+    CaseResult back;
+    ASSERT_NO_THROW(back = case_result_from_json(before)) << e["id"];
+    EXPECT_EQ(back.c.id(), cr.c.id());
+    EXPECT_EQ(case_result_json(back), e) << "read back as if written now: " << json::diff(e, case_result_json(back)).dump();
+    ASSERT_NO_THROW(back = case_result_from_json(before, &cr.c)) << e["id"] << " matched (--resume, --isolate)";
+    EXPECT_EQ(case_result_json(back), e);
+  }
+  // A ragged entry without them is not its case: matched, the first differing field is named.
+  const CaseResult ragged = every_field_set();
+  json without = case_result_json(ragged);
+  without.erase("causal");
+  EXPECT_TRUE(has(refusal(without, &ragged.c), "field \"causal\"")) << refusal(without, &ragged.c);
+  without = case_result_json(ragged);
+  without.erase("given_query_lens");
+  EXPECT_TRUE(has(refusal(without, &ragged.c), "field \"given_query_lens\"")) << refusal(without, &ragged.c);
 }
 
 // docs/results-json.md is the table's Markdown; KVH_UPDATE_DOCS=1 rewrites it.
