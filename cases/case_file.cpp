@@ -518,8 +518,8 @@ struct QueryLens {
 QueryLens query_lens_entry(const Ctx& c, const toml::node& e) {
   const KeyRange r = c.key("query_lens").range;
   const std::string expected = fmt::format(
-      "expected a query length N, [min, max] or {{mixed = [min, max]}} with lengths in [{}, {}] and min <= max", r.lo,
-      r.hi);
+      "expected a query length N, [min, max] or {{mixed = [min, max]}} with lengths in [{}, {}] and min <= max "
+      "(two integers at the top level are one range: lengths 8 and 4 are [[8, 8], [4, 4]])", r.lo, r.hi);
   auto length = [&](const toml::node& n) {
     if (!n.is_integer() || *n.value<int64_t>() < r.lo || *n.value<int64_t>() > r.hi)
       c.fail(n, "query_lens", expected + ", got " + (n.is_integer() ? std::to_string(*n.value<int64_t>()) : type_name(n)));
@@ -699,11 +699,19 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   const std::vector<std::vector<int64_t>> qlists = query_lens_lists(c, t, lists);
   const std::vector<QueryLens> query_axis = axis<QueryLens>(
       c, t, "query_lens", QueryLens{}, [&c](const toml::node& e) { return query_lens_entry(c, e); },
-      [](const toml::node& n) { return !n.is_array() || (n.as_array()->size() == 2 && n.as_array()->get(0)->is_integer()); });
+      [](const toml::node& n) {  // two integers at the top level are one [min, max] range
+        const toml::array* a = n.as_array();
+        return !a || (a->size() == 2 && a->get(0)->is_integer() && a->get(1)->is_integer());
+      });
   const std::vector<bool> causal_axis = axis<bool>(c, t, "causal", true, [&c](const toml::node& e) {
     if (!e.is_boolean()) c.fail(e, "causal", "expected true or false, got " + type_name(e));
     return *e.value<bool>();
   });
+  const bool any_ragged = !qlists.empty() || std::any_of(query_axis.begin(), query_axis.end(),
+                                                         [](const QueryLens& q) { return q.ragged(); });
+  if (!any_ragged && std::find(causal_axis.begin(), causal_axis.end(), false) != causal_axis.end())
+    c.fail(node_of(c, t, "causal"), "causal",
+           "false applies to ragged queries only (query_lens above 1); this table's sequences have one query token");
   // A negative mode is refused as out of range, one above the key table's bound by name.
   const KeyRange hp_range = c.key("high_precision").range;
   const int hp = int(integer_in(c, t, "high_precision", 1, {hp_range.lo, int64_t(1) << 40}));

@@ -11,7 +11,7 @@
 //   [[attention]] / [[pipeline]]   # decode attention; the cache is written by
 //                                  # the reference (attention) or a writer under test (pipeline)
 //   models, tp, layouts, head_sizes, block_sizes, dtypes  as above
-//   batch_sizes = [4, 512]         # sequences, one query token each
+//   batch_sizes = [4, 512]         # sequences (one query token each unless query_lens)
 //   context_lens = [700, 1300]     # [min, max]: each sequence's length is drawn from it
 //   target = "MI355X"              # compute units the router uses (default: the device's)
 //   high_precision = 1             # router input, 0..2

@@ -46,7 +46,7 @@ TEST(CaseFileRagged, WithoutTheKeysCasesAreDecodeAndKeepTheirIds) {
   EXPECT_EQ(c.id(), kDecodeId);
   // query_lens = 1 (or the range [1, 1], or causal = true) is decode: the same case, the same id.
   for (const char* same : {"query_lens = 1\n", "query_lens = [1]\n", "query_lens = [1, 1]\n", "query_lens = [[1, 1]]\n",
-                           "causal = true\n", "query_lens = 1\ncausal = [true, false]\n"}) {
+                           "causal = true\n"}) {
     const auto cases = parse_case_text(kDecode + same, "t.toml");
     ASSERT_EQ(cases.size(), 1u) << same;
     EXPECT_EQ(cases[0].id(), kDecodeId) << same;
@@ -119,12 +119,18 @@ TEST(CaseFileRagged, AnAxisOfEntriesCrossesWithCausalAndDecodeEntriesSkipNonCaus
 }
 
 // Issue: a causal axis of false alone, on a table of decode entries, is every entry skipped.
-TEST(CaseFileRagged, CausalFalseOnDecodeEntriesExpandsToNoCase) {
-  EXPECT_EQ(parse_case_text(kDecode + "causal = false\n", "t.toml").size(), 0u);
-  EXPECT_EQ(parse_case_text(kDecode + "causal = false\nquery_lens = 1\n", "t.toml").size(), 0u);
+TEST(CaseFileRagged, CausalFalseNeedsARaggedEntry) {
+  const std::string why = "field 'causal': false applies to ragged queries only";
+  expect_error(kDecode + "causal = false\n", why);
+  expect_error(kDecode + "causal = false\nquery_lens = 1\n", why);
+  expect_error(kDecode + "query_lens = 1\ncausal = [true, false]\n", why);
+  // Beside a ragged entry, a decode entry skips causal = false (one query token sees its whole sequence).
   const auto ragged = parse_case_text(kDecode + "causal = false\nquery_lens = 2\n", "t.toml");
   ASSERT_EQ(ragged.size(), 1u);
   EXPECT_EQ(ragged[0].id(), id_with("/q2/noncausal"));
+  EXPECT_EQ(parse_case_text(kDecode + "causal = false\nquery_lens = [[1, 1], 2]\n", "t.toml").size(), 1u);
+  // [1, [2, 8]]: an axis of two entries (only two integers at the top level are one range).
+  EXPECT_EQ(parse_case_text(kDecode + "query_lens = [1, [2, 8]]\n", "t.toml").size(), 2u);
 }
 
 const std::string kLists = "[[attention]]\nmodels = [\"Llama-3.1-8B\"]\ntp = 2\nlayouts = [\"kv_first\"]\n"
@@ -181,7 +187,8 @@ TEST(CaseFileRagged, QueryLensFiltersAsMaxQueryLenAndCausal) {
 TEST(CaseFileRagged, BadQueryLensNameFileLineFieldAndWhatWasExpected) {
   const std::string expected =
       "bad.toml:10: field 'query_lens': expected a query length N, [min, max] or {mixed = [min, max]} with lengths "
-      "in [1, 1048576] and min <= max, got ";
+      "in [1, 1048576] and min <= max (two integers at the top level are one range: lengths 8 and 4 are "
+      "[[8, 8], [4, 4]]), got ";
   expect_error(kDecode + "query_lens = \"8\"\n", expected + "a string");
   expect_error(kDecode + "query_lens = 2.5\n", expected + "a float");
   expect_error(kDecode + "query_lens = true\n", expected + "a boolean");

@@ -177,7 +177,7 @@ std::vector<CaseKey> writer_keys() {
 std::vector<CaseKey> decode_keys() {
   return {
       Row("batch_sizes", kDecode, KeyType::Integers).dflt("required unless context_lens_lists").range(1, 65536)
-          .filter("batch_size").means("sequences per case, one query token each"),
+          .filter("batch_size").means("sequences per case (one query token each, unless query_lens says more)"),
       Row("context_lens", kDecode, KeyType::IntegerPair).dflt("required unless context_lens_lists")
           .range(1, kTwo20)
           .means("[min, max]: each sequence's length is drawn from it, both ends among them in a batch of two "

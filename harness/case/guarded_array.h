@@ -21,7 +21,7 @@ class GuardedArray {
   /// What the reader may do with the array's elements (never with its margins).
   enum class Access { Read, Write };
 
-  /// `shape` in elements, outermost first (dense); `elem_bytes` 1..8. The
+  /// `shape` in elements, outermost first (dense); `elem_bytes` 1, 2, 4 or 8. The
   /// margins (kSmallMargin bytes each side) hold position-dependent sentinels
   /// until fill_margins; the elements are zero until written.
   GuardedArray(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes, Access access);
@@ -41,8 +41,8 @@ class GuardedArray {
   kvh_tensor tensor() const;
   /// After the call: the device bytes back, and "" when the reader kept to
   /// its access, else what it did, naming the array and the first changed
-  /// byte ("wrote into seq_lens element 3", "wrote past workspace segm_max
-  /// (12 bytes after its end)").
+  /// byte ("the reader wrote into seq_lens (element 3)", "the reader wrote
+  /// past workspace segm_max (12 bytes after its end)").
   std::string check_after() const;
 
  private:

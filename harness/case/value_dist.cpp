@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "case/value_dist.h"
 
 #include <cmath>
@@ -70,7 +71,8 @@ void shape_values(const Case& c, const std::vector<int32_t>& context_lens, std::
   std::vector<int32_t> rows = query_start_loc;  // decode: one query row per sequence
   if (rows.empty())
     for (int32_t i = 0; i <= int32_t(S); ++i) rows.push_back(i);
-  if (S != c.batch_size || int64_t(rows.size()) != S + 1 || int64_t(query.size()) != rows.back() * NH * HD ||
+  const bool increasing = rows.front() == 0 && std::is_sorted(rows.begin(), rows.end());
+  if (S != c.batch_size || int64_t(rows.size()) != S + 1 || !increasing || int64_t(query.size()) != rows.back() * NH * HD ||
       int64_t(key.size()) != T * NKV * HD ||
       key.size() != value.size() || NKV < 1 || NH % NKV != 0)
     throw std::invalid_argument("shape_values: tensor sizes disagree with case " + c.id());

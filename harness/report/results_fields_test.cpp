@@ -92,6 +92,7 @@ CaseResult every_field_set() {
   cr.context_lens = {17, 300};
   cr.query_lens = {3, 200};
   cr.wall_ms = 12.5;
+  cr.reference_ms = 7.25;
   for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = 0.5 + p;
   return cr;
 }
