@@ -62,7 +62,8 @@
 // Robustness. Values in device arrays are clamped, never trusted:
 // query_start_loc to [0, num_query_tokens], q_s to max_query_len, L to
 // max_context_len (the block tables' promise). Keys outside [0, L) are never
-// loaded (their pages may be padding). fp8 caches: the element policy C
+// loaded (their pages may be padding). A NaN in the data reaches `out` (only
+// a zero denominator, a row with no visible key, writes 0). fp8 caches: the element policy C
 // decodes, the scale of the granularity (or k_scale_tensor / v_scale_tensor,
 // make_ragged_attention_params) multiplies.
 #pragma once
@@ -351,7 +352,7 @@ __global__ void __launch_bounds__(kUaThreads)
           den = den * f + expf(sink - m2);
         }
         T* out = static_cast<T*>(a.out) + row * a.out_s[0] + int64_t(h) * a.out_s[1];
-        out[d * a.out_s[2]] = from_float<T>(den > 0.f ? num / den : 0.f);
+        out[d * a.out_s[2]] = from_float<T>(den != 0.f ? num / den : 0.f);
       }
   if (kSplit)
     for (int r = tid; r < R; r += nt) {
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__(kUaThreads)
   for (int d = tid; d < hs; d += nt) {
     float num = 0.f;
     for (int g = g0; g < g1; ++g) num += weight(g) * po[g * sg.out_s[2] + d * sg.out_s[3]];
-    out[d * a.out_s[2]] = from_float<T>(den > 0.f ? num / den : 0.f);
+    out[d * a.out_s[2]] = from_float<T>(den != 0.f ? num / den : 0.f);
   }
 }
 
