@@ -159,8 +159,8 @@ struct UnifiedCorrectVariant {
   static int query_blocks(int max_query_len, int block_q) { return (max_query_len + block_q - 1) / block_q; }
   /// One past the last segment the reduce merges, of the row's last segment.
   static KVH_HD int reduce_end(int last_segment) { return last_segment + 1; }
-  /// Elements (innermost stride) the segm_expsum entry of a row sits past its index: 0.
-  static constexpr int kExpSumShift = 0;
+  /// Rows of segm_expsum a query row's entries sit past its own row: 0.
+  static constexpr int kExpSumRowShift = 0;
 };
 
 /// Query rows of sequence s: the first row and the count (clamped per the Variant).
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(kUaThreads)
     for (int r = tid; r < R; r += nt) {
       const int64_t row = row_of(r), h = row_head[r];
       sg.max[row * sg.max_s[0] + h * sg.max_s[1] + seg * sg.max_s[2]] = row_max[r];
-      sg.expsum[row * sg.sum_s[0] + h * sg.sum_s[1] + (seg + Variant::kExpSumShift) * sg.sum_s[2]] = row_sum[r];
+      sg.expsum[(row + Variant::kExpSumRowShift) * sg.sum_s[0] + h * sg.sum_s[1] + seg * sg.sum_s[2]] = row_sum[r];
     }
 }
 
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kUaThreads)
   const int ST = sg.segment_tokens;
   const int g0 = first <= last ? first / ST : 0, g1 = first <= last ? Variant::reduce_end(last / ST) : 0;
   const float* mx = sg.max + row * sg.max_s[0] + int64_t(h) * sg.max_s[1];
-  const float* sm = sg.expsum + row * sg.sum_s[0] + int64_t(h) * sg.sum_s[1] + Variant::kExpSumShift * sg.sum_s[2];
+  const float* sm = sg.expsum + (row + Variant::kExpSumRowShift) * sg.sum_s[0] + int64_t(h) * sg.sum_s[1];
   const float* po = sg.out + row * sg.out_s[0] + int64_t(h) * sg.out_s[1];
   float M = -INFINITY;
   for (int g = g0; g < g1; ++g) M = fmaxf(M, mx[g * sg.max_s[2]]);
