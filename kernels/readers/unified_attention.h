@@ -62,7 +62,8 @@
 // Robustness. Values in device arrays are clamped, never trusted:
 // query_start_loc to [0, num_query_tokens], q_s to max_query_len, L to
 // max_context_len (the block tables' promise). Keys outside [0, L) are never
-// loaded (their pages may be padding). fp8 caches: the element policy C
+// loaded (their pages may be padding). A NaN in the data reaches `out` (only
+// a zero denominator, a row with no visible key, writes 0). fp8 caches: the element policy C
 // decodes, the scale of the granularity (or k_scale_tensor / v_scale_tensor,
 // make_ragged_attention_params) multiplies.
 #pragma once
@@ -158,8 +159,8 @@ struct UnifiedCorrectVariant {
   static int query_blocks(int max_query_len, int block_q) { return (max_query_len + block_q - 1) / block_q; }
   /// One past the last segment the reduce merges, of the row's last segment.
   static KVH_HD int reduce_end(int last_segment) { return last_segment + 1; }
-  /// Elements (innermost stride) the segm_expsum entry of a row sits past its index: 0.
-  static constexpr int kExpSumShift = 0;
+  /// Rows of segm_expsum a query row's entries sit past its own row: 0.
+  static constexpr int kExpSumRowShift = 0;
 };
 
 /// Query rows of sequence s: the first row and the count (clamped per the Variant).
@@ -351,13 +352,13 @@ __global__ void __launch_bounds__(kUaThreads)
           den = den * f + expf(sink - m2);
         }
         T* out = static_cast<T*>(a.out) + row * a.out_s[0] + int64_t(h) * a.out_s[1];
-        out[d * a.out_s[2]] = from_float<T>(den > 0.f ? num / den : 0.f);
+        out[d * a.out_s[2]] = from_float<T>(den != 0.f ? num / den : 0.f);
       }
   if (kSplit)
     for (int r = tid; r < R; r += nt) {
       const int64_t row = row_of(r), h = row_head[r];
       sg.max[row * sg.max_s[0] + h * sg.max_s[1] + seg * sg.max_s[2]] = row_max[r];
-      sg.expsum[row * sg.sum_s[0] + h * sg.sum_s[1] + (seg + Variant::kExpSumShift) * sg.sum_s[2]] = row_sum[r];
+      sg.expsum[(row + Variant::kExpSumRowShift) * sg.sum_s[0] + h * sg.sum_s[1] + seg * sg.sum_s[2]] = row_sum[r];
     }
 }
 
@@ -376,7 +377,7 @@ __global__ void __launch_bounds__(kUaThreads)
   const int ST = sg.segment_tokens;
   const int g0 = first <= last ? first / ST : 0, g1 = first <= last ? Variant::reduce_end(last / ST) : 0;
   const float* mx = sg.max + row * sg.max_s[0] + int64_t(h) * sg.max_s[1];
-  const float* sm = sg.expsum + row * sg.sum_s[0] + int64_t(h) * sg.sum_s[1] + Variant::kExpSumShift * sg.sum_s[2];
+  const float* sm = sg.expsum + (row + Variant::kExpSumRowShift) * sg.sum_s[0] + int64_t(h) * sg.sum_s[1];
   const float* po = sg.out + row * sg.out_s[0] + int64_t(h) * sg.out_s[1];
   float M = -INFINITY;
   for (int g = g0; g < g1; ++g) M = fmaxf(M, mx[g * sg.max_s[2]]);
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__(kUaThreads)
   for (int d = tid; d < hs; d += nt) {
     float num = 0.f;
     for (int g = g0; g < g1; ++g) num += weight(g) * po[g * sg.out_s[2] + d * sg.out_s[3]];
-    out[d * a.out_s[2]] = from_float<T>(den > 0.f ? num / den : 0.f);
+    out[d * a.out_s[2]] = from_float<T>(den != 0.f ? num / den : 0.f);
   }
 }
 

@@ -297,3 +297,90 @@ TEST(UnifiedAttention, RefusesBadArguments) {
 
 }  // namespace
 }  // namespace kvh::testing
+
+namespace kvh::testing {
+namespace {
+
+// ---- the registered fixtures: FAIL where their bug bites, PASS where it cannot be seen ----
+
+RaggedCase ragged_batch() {
+  RaggedCase c;  // a chunk first, so that every later sequence's first row differs from its index
+  c.seqs = {{47, 120}, {1, 33}, {5, 300}, {64, 64}, {2, 17}};
+  return c;
+}
+RaggedCase decode_batch() {
+  RaggedCase c;
+  c.seqs = {{1, 1}, {1, 33}, {1, 300}, {1, 120}};
+  return c;
+}
+
+TEST(UnifiedFixtures, AreRegisteredFixtures) {
+  for (const char* name : {"fixture_unified_metadata_by_query_row", "fixture_unified_causal_off_by_one",
+                           "fixture_unified_seq_end_mask_if_causal", "fixture_unified_padded_query_stride"}) {
+    const Kernel& k = builtin_reader(name);
+    EXPECT_TRUE(k.fixture) << name;
+    EXPECT_EQ(k.cache_format, KVH_CACHE_NHD) << name;
+    EXPECT_EQ(k.caps.max_query_len, 65536) << name;
+  }
+}
+
+TEST(UnifiedFixtures, MetadataByQueryRowFailsOnRaggedBatches) {
+  const Kernel& fx = builtin_reader("fixture_unified_metadata_by_query_row");
+  for (bool causal : {true, false}) {
+    RaggedCase c = ragged_batch();
+    c.causal = causal;
+    expect_pass("unified_attention_2d", c);
+    const RaggedResult r = run_ragged_case(fx, c);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_FALSE(r.passed()) << c.str() << ": " << r.str();
+  }
+  const RaggedResult d = run_ragged_case(fx, decode_batch());
+  EXPECT_TRUE(d.passed()) << "all-decode: row s is sequence s: " << d.str();
+}
+
+TEST(UnifiedFixtures, CausalOffByOneFailsWhenCausal) {
+  const Kernel& fx = builtin_reader("fixture_unified_causal_off_by_one");
+  RaggedCase c = ragged_batch();
+  expect_pass("unified_attention_2d", c);
+  EXPECT_FALSE(run_ragged_case(fx, c).passed()) << "causal: each query misses its own key";
+  EXPECT_FALSE(run_ragged_case(fx, decode_batch()).passed()) << "decode too: the last token is dropped";
+  RaggedCase nc = c;
+  nc.causal = false;
+  const RaggedResult r = run_ragged_case(fx, nc);
+  EXPECT_TRUE(r.passed()) << "non-causal without a window: p is not used: " << r.str();
+  nc.alibi_slopes = slopes_for(nc.num_heads, 1, 0);
+  EXPECT_TRUE(run_ragged_case(fx, nc).passed()) << "a constant ALiBi shift per row cancels";
+  nc.sinks = sinks_for(nc.num_heads);
+  expect_pass("unified_attention_2d", nc);
+  EXPECT_FALSE(run_ragged_case(fx, nc).passed()) << "... unless a sink is there";
+}
+
+TEST(UnifiedFixtures, SeqEndMaskIfCausalFailsWhenNotCausal) {
+  const Kernel& fx = builtin_reader("fixture_unified_seq_end_mask_if_causal");
+  RaggedCase c = ragged_batch();
+  c.causal = false;
+  expect_pass("unified_attention_2d", c);
+  const RaggedResult r = run_ragged_case(fx, c);
+  EXPECT_FALSE(r.passed()) << r.str();
+  EXPECT_GT(r.nonfinite, 0) << "the stale (NaN) slots after L join the softmax: " << r.str();
+  RaggedCase causal = c;
+  causal.causal = true;
+  EXPECT_TRUE(run_ragged_case(fx, causal).passed()) << "causal: the mask is there";
+  RaggedCase aligned = c;
+  aligned.seqs = {{40, 64}, {1, 16}, {9, 32}};
+  EXPECT_TRUE(run_ragged_case(fx, aligned).passed()) << "every L a multiple of the page: no tail";
+}
+
+TEST(UnifiedFixtures, PaddedQueryStrideWritesPastOutOnRaggedBatches) {
+  const Kernel& fx = builtin_reader("fixture_unified_padded_query_stride");
+  RaggedCase c = ragged_batch();
+  expect_pass("unified_attention_2d", c);
+  const RaggedResult r = run_ragged_case(fx, c);
+  EXPECT_FALSE(r.passed()) << r.str();
+  EXPECT_GT(r.out_of_view_writes, 0) << "late requests write past out: " << r.str();
+  const RaggedResult d = run_ragged_case(fx, decode_batch());
+  EXPECT_TRUE(d.passed()) << "all-decode: max_query_len 1, row s * 1 + 0: " << d.str();
+}
+
+}  // namespace
+}  // namespace kvh::testing

@@ -23,6 +23,10 @@ extern "C" int kvh_unified_attention_2d(const kvh_attention_args*, void*);
 extern "C" int kvh_unified_attention_3d(const kvh_attention_args*, void*);
 extern "C" int kvh_unified_attention_2d_hnd(const kvh_attention_args*, void*);
 extern "C" int kvh_unified_attention_3d_hnd(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_unified_metadata_by_query_row(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_unified_causal_off_by_one(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_unified_seq_end_mask_if_causal(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_unified_padded_query_stride(const kvh_attention_args*, void*);
 extern "C" int kvh_unified_attention_workspaces(const kvh_attention_args*, kvh_workspace_spec*, int32_t, int32_t*);
 
 namespace {
@@ -175,6 +179,26 @@ const kvh_kernel_desc kBuiltins[] = {
         "unified_attention_3d_hnd",
         "unified (varlen) paged attention, HND K and V, segments and reduce (as unified_attention_3d)", KVH_CACHE_HND,
         0, kSegments, &kUnifiedCaps),
+    reader_desc<kvh_fixture_unified_metadata_by_query_row>(
+        "fixture_unified_metadata_by_query_row",
+        "REGRESSION FIXTURE: unified_attention_2d indexing block_tables and seq_lens by the query row instead of the "
+        "row's sequence (reads past both arrays on ragged batches; exact on all-decode batches)",
+        KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
+    reader_desc<kvh_fixture_unified_causal_off_by_one>(
+        "fixture_unified_causal_off_by_one",
+        "REGRESSION FIXTURE: unified_attention_2d placing query token j at L - q + j - 1 (one token too early: "
+        "causal queries miss their own key)",
+        KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
+    reader_desc<kvh_fixture_unified_seq_end_mask_if_causal>(
+        "fixture_unified_seq_end_mask_if_causal",
+        "REGRESSION FIXTURE: unified_attention_2d applying the sequence-end mask t < L only when causal (non-causal "
+        "queries attend to the stale tail of the last page)",
+        KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
+    reader_desc<kvh_fixture_unified_padded_query_stride>(
+        "fixture_unified_padded_query_stride",
+        "REGRESSION FIXTURE: unified_attention_2d addressing query/out rows as s * max_query_len + j (a padded "
+        "per-request stride on packed tensors: later requests write past out; exact on all-decode batches)",
+        KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
 };
 
 }  // namespace

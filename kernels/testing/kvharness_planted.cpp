@@ -24,6 +24,7 @@ extern "C" const kvh_kernel_desc* kvh_planted_cache_writers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_asm_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_wide_readers(int32_t* count);
+extern "C" const kvh_kernel_desc* kvh_planted_unified_readers(int32_t* count);
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -83,6 +84,14 @@ const Mutant kMutants[] = {
     {"kernel", "pa_fwd_asm", "planted_asm_gqa_modulo", "reader=pa_fwd_asm;"},
     {"kernel", "pa_fwd_asm", "planted_asm_reduce_tree_32", "reader=pa_fwd_asm;"},
     {"kernel", "pa_fwd_asm", "planted_asm_no_rescale", "reader=pa_fwd_asm;"},
+    {"kernel", "unified_attention_2d", "planted_unified_gqa_pow2", "reader=unified_attention_2d"},
+    {"kernel", "unified_attention_2d", "planted_unified_drops_last_query_token", "reader=unified_attention_2d"},
+    {"kernel", "unified_attention_2d", "planted_unified_window_from_seq_end", "reader=unified_attention_2d"},
+    {"kernel", "unified_attention_2d", "planted_unified_alibi_from_seq_end", "reader=unified_attention_2d"},
+    {"kernel", "unified_attention_2d", "planted_unified_first_query_block_only", "reader=unified_attention_2d"},
+    {"kernel", "unified_attention_2d", "planted_unified_reads_past_query_start_loc", "reader=unified_attention_2d"},
+    {"kernel", "unified_attention_3d", "planted_unified_reduce_skips_last_segment", "reader=unified_attention_3d"},
+    {"kernel", "unified_attention_3d", "planted_unified_writes_past_workspace", "reader=unified_attention_3d"},
     {"router", "aiter-b4885d2", "planted_router_ge_threshold", ""},
     {"router", "aiter-b4885d2", "planted_router_one_cu", ""},
     {"router", "aiter-b4885d2", "planted_router_dtype_first", ""},
@@ -118,6 +127,7 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_asm_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_wide_readers, "planted");
+  kvh::register_builtin_extension(kvh_planted_unified_readers, "planted");
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;

@@ -18,7 +18,7 @@ namespace {
 
 constexpr uint16_t kPoison16 = 0x7FFF;  // NaN in fp16 and in bf16
 constexpr int64_t kCacheMargin = 1 << 12;  // poison elements before and after the cache storage
-constexpr int64_t kWorkspaceMargin = 64;   // NaN floats before and after each typed workspace
+constexpr int64_t kWorkspaceMargin = 64;   // NaN floats before and after each typed workspace, beyond one leading slice
 
 uint16_t to_bits(kvh_dtype dt, float f) { return dt == KVH_DT_F16 ? to_fp16(f).bits : to_bf16(f).bits; }
 float from_bits(kvh_dtype dt, uint16_t b) { return dt == KVH_DT_F16 ? to_float(fp16_t{b}) : to_float(bf16_t{b}); }
@@ -354,6 +354,7 @@ RaggedResult run_ragged_case(const Kernel& reader, const RaggedCase& c) {
   RaggedResult r;
   // Typed workspaces, each inside NaN margins; or the byte workspace of an older reader.
   std::vector<std::vector<float>> ws;
+  std::vector<int64_t> margins;
   if (reader.workspaces) {
     r.workspaces = reader.workspaces(&a);
     if (r.workspaces.size() > KVH_MAX_WORKSPACES) throw std::invalid_argument("too many workspaces");
@@ -362,8 +363,11 @@ RaggedResult run_ragged_case(const Kernel& reader, const RaggedCase& c) {
       if (sp.dtype != KVH_DT_F32) throw std::invalid_argument("ragged check: f32 workspaces only");
       std::vector<int64_t> shape(sp.shape, sp.shape + sp.ndim);
       const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<int64_t>());
-      ws.emplace_back(size_t(n + 2 * kWorkspaceMargin), std::nanf(""));
-      a.workspaces[i] = tensor(ws.back().data() + kWorkspaceMargin, KVH_DT_F32, shape, dense_strides(shape));
+      // Margins of a whole leading slice and then some: a row's worth of entries past the end stays in them.
+      const int64_t margin = kWorkspaceMargin + (shape.empty() || shape[0] == 0 ? 0 : n / shape[0]);
+      margins.push_back(margin);
+      ws.emplace_back(size_t(n + 2 * margin), std::nanf(""));
+      a.workspaces[i] = tensor(ws.back().data() + margin, KVH_DT_F32, shape, dense_strides(shape));
     }
     a.num_workspaces = int32_t(r.workspaces.size());
   } else if (reader.workspace_bytes) {
@@ -382,9 +386,10 @@ RaggedResult run_ragged_case(const Kernel& reader, const RaggedCase& c) {
   if (r.rc != 0) return r;
   if (reader.workspaces) {
     const uint32_t nan = nan_bits();
-    for (const auto& w : ws)
-      for (size_t i = 0; i < w.size(); ++i) {
-        if (i >= size_t(kWorkspaceMargin) && i < w.size() - size_t(kWorkspaceMargin)) continue;
+    for (size_t k = 0; k < ws.size(); ++k)
+      for (size_t i = 0, m = size_t(margins[k]); i < ws[k].size(); ++i) {
+        const std::vector<float>& w = ws[k];
+        if (i >= m && i < w.size() - m) continue;
         uint32_t u;
         std::memcpy(&u, &w[i], 4);
         r.workspace_margin_writes += u != nan;
@@ -436,6 +441,17 @@ std::vector<RaggedSeq> random_ragged_batch(uint64_t seed, int n, int max_len) {
     seqs.push_back({q, std::max(len, q)});
   }
   return seqs;
+}
+
+const Kernel& planted_unified_reader(const std::string& name) {
+  static const Registry planted = [] {
+    Registry r;
+    r.add_provider(kvh_planted_unified_readers, "planted");
+    return r;
+  }();
+  const Kernel* d = planted.find(name);
+  if (!d || d->origin != "planted") throw std::runtime_error("no planted unified reader '" + name + "'");
+  return *d;
 }
 
 }  // namespace kvh::testing

@@ -24,6 +24,9 @@
 #include "layout.h"
 #include "registry/registry.h"
 
+/// The planted unified readers (testing/planted_unified_readers.hip), provider-style.
+extern "C" const kvh_kernel_desc* kvh_planted_unified_readers(int32_t* count);
+
 namespace kvh::testing {
 
 /// One sequence of a ragged batch: q new query tokens of len tokens in all (1 <= q <= len).
@@ -89,5 +92,8 @@ RaggedArgs make_ragged_args(const RaggedCase& c);
 /// A random ragged batch of `n` sequences: decode-like (q 1..9) and chunks (q 40..70) mixed,
 /// contexts from q (a first chunk) up to max_len, both ends included.
 std::vector<RaggedSeq> random_ragged_batch(uint64_t seed, int n, int max_len = 300);
+
+/// The planted unified reader named `name` (kvh_planted_unified_readers); throws if missing.
+const Kernel& planted_unified_reader(const std::string& name);
 
 }  // namespace kvh::testing
