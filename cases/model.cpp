@@ -17,6 +17,7 @@ const std::vector<ModelPreset>& model_presets() {
       {"Phi-3-mini-4k", 32, 32, 96, false, "microsoft/Phi-3-mini-4k-instruct config.json (3072 / 32)"},
       {"phi-2", 32, 32, 80, false, "microsoft/phi-2 config.json (2560 / 32)"},
       {"gemma-2-9b", 16, 8, 256, false, "google/gemma-2-9b config.json"},
+      {"Qwen2.5-1.5B", 12, 2, 128, false, "Qwen/Qwen2.5-1.5B config.json (1536 / 12; GQA 6 over 2 kv heads)"},
   };
   return presets;
 }

@@ -99,17 +99,30 @@ namespace {
 // The committed suites state the route of every router case, and each stated
 // route is what the policy's rule gives (the hand derivation in the case files
 // agrees with kernels/router).
+// What the router sees of case c: a ragged case's largest query (any query longer than 1 sends
+// every unified rule to its one-pass kernel); a table without a target routes only vllm-unified
+// policies, which do not read compute units.
+routing::RouteInput route_input(const Case& c, routing::CacheDtype dtype) {
+  const std::optional<int64_t> cus = target_compute_units_of(c.target);
+  routing::RouteInput in{c.batch_size, c.num_heads, c.head_size, dtype, c.high_precision, cus ? *cus : 1,
+                         c.num_kv_heads};
+  if (c.ragged()) {
+    in.max_query_len = c.max_query_len();
+    in.num_query_tokens = c.batch_size * c.max_query_len();
+  }
+  return in;
+}
+
 TEST(StatedRoutes, EveryRouterCaseOfTheCommittedSuitesStatesTheRouteItsPolicyGives) {
-  for (const char* file : {"default.toml", "seed-pr.toml"}) {
+  for (const char* file : {"default.toml", "seed-pr.toml", "ragged.toml"}) {
     const auto cases = load_case_file(std::string(KVH_CASES_DIR) + "/" + file);
     int routed = 0;
     for (const Case& c : cases) {
       if (c.router_policy.empty()) continue;
       ++routed;
       ASSERT_FALSE(c.expect_routed_to.empty()) << file << ": " << c.id() << " states no route";
-      routing::RouteInput in{c.batch_size, c.num_heads, c.head_size,
-                             c.dtype == DType::F16 ? routing::CacheDtype::fp16 : routing::CacheDtype::bf16,
-                             c.high_precision, *target_compute_units_of(c.target), c.num_kv_heads};
+      const routing::RouteInput in =
+          route_input(c, c.dtype == DType::F16 ? routing::CacheDtype::fp16 : routing::CacheDtype::bf16);
       EXPECT_EQ(c.expect_routed_to, routing::route(c.router_policy, in).reader) << file << ": " << c.id();
     }
     EXPECT_GT(routed, 0) << file;
@@ -124,9 +137,7 @@ TEST(StatedRoutes, APlantedThresholdDisagreesWithTheDefaultSuitesStatedRoutes) {
   int disagree = 0;
   for (const Case& c : load_case_file(std::string(KVH_CASES_DIR) + "/default.toml")) {
     if (c.router_policy.empty()) continue;
-    routing::RouteInput in{c.batch_size, c.num_heads, c.head_size, routing::CacheDtype::bf16, c.high_precision,
-                           *target_compute_units_of(c.target)};
-    disagree += c.expect_routed_to != routing::route(c.router_policy, in).reader;
+    disagree += c.expect_routed_to != routing::route(c.router_policy, route_input(c, routing::CacheDtype::bf16)).reader;
   }
   routing::substitute_policy("aiter-b4885d2", "aiter-b4885d2");
   EXPECT_GT(disagree, 0);

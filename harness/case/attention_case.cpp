@@ -94,6 +94,14 @@ struct DecodeCase : CaseState {
 
   const CacheLayout& L() const { return *layout; }
   int64_t outputs() const { return s.num_query_tokens * c.num_heads * c.head_size; }
+  /// Rows a reader can reach in `out` and the query: num_seqs * max_query_len (a padded
+  /// per-request stride on the packed tensors); decode: num_seqs.
+  int64_t reach_rows() const { return std::max<int64_t>(s.num_query_tokens, c.batch_size * s.max_query_len); }
+  /// Bytes of `out`'s margins: 4096, or every row up to reach_rows() (in the back margin).
+  int64_t out_margin() const {
+    const int64_t past = (reach_rows() - s.num_query_tokens + 1) * c.num_heads * c.head_size * 2;
+    return std::max<int64_t>(4096, (past + 4095) / 4096 * 4096);
+  }
 };
 
 // plan: the sequences (drawn first: a router sees the query lengths; recorded once the case runs).
@@ -231,7 +239,7 @@ void start_reference(DecodeCase& d) {
     d.ref = reference_out(c, d.s, query.data(), nullptr, nullptr, seed, d.scale, d.mods, d.cancel, d.fp8);
   });
   d.poison = c.dtype == DType::F16 ? kPoisonF16 : kPoisonBF16;
-  d.out.emplace(d.outputs(), 2, 4096);
+  d.out.emplace(d.outputs(), 2, d.out_margin());
   std::fill_n(d.out->storage_as<uint16_t>(), d.outputs(), d.poison);
 }
 
@@ -264,8 +272,11 @@ void make_inputs(DecodeCase& d) {
   const Case& c = d.c;
   const int64_t NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size;
   enter_phase(Phase::Inputs);
-  d.step.emplace(make_device_qkv(d.s.num_query_tokens, NH, NKV, HD, c.dtype, d.r.data_seed, rng::kQueries,
-                                 rng::kStepKv, rng::kStepKv));
+  // Rows up to reach_rows() exist (and are filled) so that a padded stride reads queries, not
+  // another allocation; the reader's view is num_query_tokens rows.
+  d.step.emplace(make_device_qkv(d.reach_rows(), NH, NKV, HD, c.dtype, d.r.data_seed, rng::kQueries, rng::kStepKv,
+                                 rng::kStepKv));
+  d.step->views.q.shape[0] = d.s.num_query_tokens;
   d.hist.emplace(make_device_qkv(d.s.total_tokens, 0, NKV, HD, c.dtype, d.r.data_seed, rng::kFiller, rng::kKeys,
                                  rng::kValues));
   if (d.shaped) {
@@ -368,13 +379,17 @@ void make_metadata(DecodeCase& d) {
   const int64_t S = c.batch_size;
   kvh_attention_args& a = d.a;
   GuardedArrays& g = d.arrays;
-  a.block_tables = g.add_i32("block_tables", d.pt.tables, d.pt.padding_id, {S, d.pt.max_pages});
-  GuardedArray& cl = g.add("context_lens", {S}, KVH_DT_I32, 4, GuardedArray::Access::Read);
+  // A kernel that indexes per-sequence arrays by query row reads up to num_query_tokens rows: the
+  // margins reach that far, so that it reads margin values, never another allocation.
+  const int64_t rows = d.s.num_query_tokens + 1;
+  a.block_tables = g.add_i32("block_tables", d.pt.tables, d.pt.padding_id, {S, d.pt.max_pages}, rows * d.pt.max_pages);
+  GuardedArray& cl = g.add("context_lens", {S}, KVH_DT_I32, 4, GuardedArray::Access::Read,
+                           std::max<int64_t>(kSmallMargin, (rows * 4 + 4095) / 4096 * 4096));
   std::copy(d.s.context_lens.begin(), d.s.context_lens.end(), cl.host_as<int32_t>());
   cl.upload();
   a.context_lens = cl.tensor();
-  a.seq_lens = g.add_i32("seq_lens", d.s.context_lens, 1);
-  a.query_start_loc = g.add_i32("query_start_loc", d.s.query_start_loc, int32_t(d.s.num_query_tokens + 1));
+  a.seq_lens = g.add_i32("seq_lens", d.s.context_lens, 1, {}, rows);
+  a.query_start_loc = g.add_i32("query_start_loc", d.s.query_start_loc, int32_t(d.s.num_query_tokens + 1), {}, rows);
   a.max_query_len = int32_t(d.s.max_query_len);
   a.num_query_tokens = int32_t(d.s.num_query_tokens);
   a.causal = c.causal ? 1 : 0;
@@ -418,7 +433,7 @@ bool make_reader_args(DecodeCase& d) {
   const int64_t T = d.s.num_query_tokens, NH = c.num_heads, HD = c.head_size;
   kvh_attention_args& a = d.a;
   const kvh_dtype dt = to_kvh(c.dtype);
-  a.out = to_tensor(StridedView{{T, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d.d_out.get()) + 4096, 2, dt);
+  a.out = to_tensor(StridedView{{T, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d.d_out.get()) + d.out_margin(), 2, dt);
   a.query = to_tensor(kernel_view(d.step->views.q, L), d.step->buf.get(), 2, dt);
   a.key_cache = to_tensor(L.key, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
   a.value_cache = to_tensor(L.value, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
@@ -464,7 +479,7 @@ bool launch_reader(DecodeCase& d) {
   device::synchronize();
   d.running(component::kHarness);
   enter_phase(Phase::Copy);
-  d.out_after.emplace(d.outputs(), 2, 4096, GuardedArena::Uninitialized{});
+  d.out_after.emplace(d.outputs(), 2, d.out_margin(), GuardedArena::Uninitialized{});
   d.d_out.download(d.out_after->bytes().data(), d.out_after->bytes().size());
   enter_phase(Phase::Check);
   d.cache_changed = d.cache->first_difference(*d.snapshot);
@@ -535,8 +550,9 @@ void judge_out_of_view(DecodeCase& d, const std::string& numbers) {
   if (front || past < m) {
     const int64_t row_bytes = d.c.num_heads * d.c.head_size * 2;
     const std::string where = front ? "before its start"
-                                    : fmt::format("{} bytes after its end: query row {} of {}", past + 1,
-                                                  d.s.num_query_tokens + int64_t(past) / row_bytes, d.s.num_query_tokens);
+                                    : fmt::format("byte {} after its end: query row {}, out has {} rows",
+                                                  past + 1, d.s.num_query_tokens + int64_t(past) / row_bytes,
+                                                  d.s.num_query_tokens);
     add_cause(d.r.v, component::kReader, reason::kOutOfView,
               fmt::format("the reader wrote outside `out` (arena margin, {}); {}", where, numbers));
   }

@@ -2,16 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
-#include "case/decode_inputs.h"
 #include "case/views.h"
 
 namespace kvh {
 
 GuardedArray::GuardedArray(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes,
-                           Access access)
+                           Access access, int64_t margin_bytes)
     : name_(std::move(name)),
       shape_(std::move(shape)),
       dtype_(dtype),
@@ -20,7 +20,7 @@ GuardedArray::GuardedArray(std::string name, std::vector<int64_t> shape, kvh_dty
         int64_t n = 1;
         for (int64_t d : shape_) n *= d;
         return n;
-      }(), elem_bytes, kSmallMargin) {
+      }(), elem_bytes, margin_bytes) {
   std::memset(host_.storage(), 0, size_t(elems() * elem_bytes));
 }
 
@@ -55,8 +55,8 @@ std::string GuardedArray::check_after() const {
   const int64_t eb = host_.elem_bytes(), m = host_.margin_bytes(), tail = m + elems() * eb;
   for (int64_t i = 0; i < int64_t(after.size()); ++i) {
     if (after[size_t(i)] == before[size_t(i)]) continue;
-    if (i < m) return fmt::format("the reader wrote before {} ({} bytes before its start)", name_, m - i);
-    if (i >= tail) return fmt::format("the reader wrote past {} ({} bytes after its end)", name_, i - tail + 1);
+    if (i < m) return fmt::format("the reader wrote before {} (byte {} before its start)", name_, m - i);
+    if (i >= tail) return fmt::format("the reader wrote past {} (byte {} after its end)", name_, i - tail + 1);
     if (access_ == Access::Read) return fmt::format("the reader wrote into {} (element {})", name_, (i - m) / eb);
     i = tail - 1;  // a workspace's elements are the reader's: only its margins count
   }
@@ -64,15 +64,16 @@ std::string GuardedArray::check_after() const {
 }
 
 GuardedArray& GuardedArrays::add(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes,
-                                 GuardedArray::Access access) {
-  arrays.emplace_back(std::move(name), std::move(shape), dtype, elem_bytes, access);
+                                 GuardedArray::Access access, int64_t margin_bytes) {
+  arrays.emplace_back(std::move(name), std::move(shape), dtype, elem_bytes, access, margin_bytes);
   return arrays.back();
 }
 
 kvh_tensor GuardedArrays::add_i32(std::string name, const std::vector<int32_t>& values, int32_t margin,
-                                  std::vector<int64_t> shape) {
+                                  std::vector<int64_t> shape, int64_t reach) {
   if (shape.empty()) shape = {int64_t(values.size())};
-  GuardedArray& a = add(std::move(name), std::move(shape), KVH_DT_I32, 4, GuardedArray::Access::Read);
+  const int64_t margin_bytes = std::max<int64_t>(kSmallMargin, (reach * 4 + 4095) / 4096 * 4096);
+  GuardedArray& a = add(std::move(name), std::move(shape), KVH_DT_I32, 4, GuardedArray::Access::Read, margin_bytes);
   std::copy(values.begin(), values.end(), a.host_as<int32_t>());
   a.fill_margins(&margin);
   a.upload();

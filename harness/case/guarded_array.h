@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "case/arena.h"
+#include "case/decode_inputs.h"
 #include "device/device.h"
 #include "kvharness/provider.h"
 
@@ -22,9 +23,10 @@ class GuardedArray {
   enum class Access { Read, Write };
 
   /// `shape` in elements, outermost first (dense); `elem_bytes` 1, 2, 4 or 8. The
-  /// margins (kSmallMargin bytes each side) hold position-dependent sentinels
-  /// until fill_margins; the elements are zero until written.
-  GuardedArray(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes, Access access);
+  /// margins (margin_bytes each side, a multiple of 4096) hold position-dependent
+  /// sentinels until fill_margins; the elements are zero until written.
+  GuardedArray(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes, Access access,
+               int64_t margin_bytes = kSmallMargin);
 
   const std::string& name() const { return name_; }
   int64_t elems() const { return host_.storage_elems(); }
@@ -42,7 +44,7 @@ class GuardedArray {
   /// After the call: the device bytes back, and "" when the reader kept to
   /// its access, else what it did, naming the array and the first changed
   /// byte ("the reader wrote into seq_lens (element 3)", "the reader wrote
-  /// past workspace segm_max (12 bytes after its end)").
+  /// past workspace segm_max (byte 12 after its end)").
   std::string check_after() const;
 
  private:
@@ -59,11 +61,12 @@ struct GuardedArrays {
   std::deque<GuardedArray> arrays;  // a deque: add() keeps earlier references valid
   /// Adds an array, uploads nothing yet; returns it.
   GuardedArray& add(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes,
-                    GuardedArray::Access access);
+                    GuardedArray::Access access, int64_t margin_bytes = kSmallMargin);
   /// An int32 array of `values` (read-only) whose margins read back as `margin`;
-  /// `shape` (elements, outermost first) defaults to [values.size()].
+  /// `shape` (elements, outermost first) defaults to [values.size()]; the margins
+  /// span at least `reach` elements (a read indexed by query row instead of sequence).
   kvh_tensor add_i32(std::string name, const std::vector<int32_t>& values, int32_t margin,
-                     std::vector<int64_t> shape = {});
+                     std::vector<int64_t> shape = {}, int64_t reach = 0);
   /// A float32 array of `values` (read-only), sentinel margins; an empty tensor when values is empty.
   kvh_tensor add_f32(std::string name, const std::vector<float>& values);
   /// The first array the reader misused: check_after's text, or "".

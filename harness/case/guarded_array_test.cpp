@@ -87,20 +87,20 @@ TEST(GuardedArray, WritesOutsideAnArrayOrIntoAReadOnlyOneAreNamed) {
     bytes(lens)[byte] ^= 0x5A;  // undone: the device bytes equal the host image again
     EXPECT_EQ(a.check_after(), "");
   };
-  wrote(16, "the reader wrote past seq_lens (1 bytes after its end)");  // one element past: its first byte
-  wrote(19, "the reader wrote past seq_lens (4 bytes after its end)");
-  wrote(16 + kSmallMargin - 1, "the reader wrote past seq_lens (4096 bytes after its end)");
-  wrote(-4, "the reader wrote before seq_lens (4 bytes before its start)");  // one element before
-  wrote(-1, "the reader wrote before seq_lens (1 bytes before its start)");
-  wrote(-kSmallMargin, "the reader wrote before seq_lens (4096 bytes before its start)");
+  wrote(16, "the reader wrote past seq_lens (byte 1 after its end)");  // one element past: its first byte
+  wrote(19, "the reader wrote past seq_lens (byte 4 after its end)");
+  wrote(16 + kSmallMargin - 1, "the reader wrote past seq_lens (byte 4096 after its end)");
+  wrote(-4, "the reader wrote before seq_lens (byte 4 before its start)");  // one element before
+  wrote(-1, "the reader wrote before seq_lens (byte 1 before its start)");
+  wrote(-kSmallMargin, "the reader wrote before seq_lens (byte 4096 before its start)");
   wrote(0, "the reader wrote into seq_lens (element 0)");
   wrote(13, "the reader wrote into seq_lens (element 3)");
   // A whole element written as a reader would: one past the end, the value that was there kept elsewhere.
   i32(lens)[4] = 7;
-  EXPECT_EQ(a.check_after(), "the reader wrote past seq_lens (1 bytes after its end)");
+  EXPECT_EQ(a.check_after(), "the reader wrote past seq_lens (byte 1 after its end)");
   i32(lens)[4] = -1;
   i32(lens)[-1] = 0;
-  EXPECT_EQ(a.check_after(), "the reader wrote before seq_lens (4 bytes before its start)");
+  EXPECT_EQ(a.check_after(), "the reader wrote before seq_lens (byte 4 before its start)");
   i32(lens)[-1] = -1;
   i32(lens)[2] = 31;
   EXPECT_EQ(a.check_after(), "the reader wrote into seq_lens (element 2)");
@@ -126,15 +126,15 @@ TEST(GuardedArray, AWorkspacesElementsAreTheReadersButNotItsMargins) {
   for (int e = 0; e < 8; ++e) f[e] = float(e);
   EXPECT_EQ(a.check_after(), "") << "every element of a workspace may be written";
   bytes(t)[32 + 11] ^= 1;
-  EXPECT_EQ(a.check_after(), "the reader wrote past workspace segm_max (12 bytes after its end)");
+  EXPECT_EQ(a.check_after(), "the reader wrote past workspace segm_max (byte 12 after its end)");
   bytes(t)[32 + 11] ^= 1;
   bytes(t)[-2] ^= 1;
-  EXPECT_EQ(a.check_after(), "the reader wrote before workspace segm_max (2 bytes before its start)");
+  EXPECT_EQ(a.check_after(), "the reader wrote before workspace segm_max (byte 2 before its start)");
   bytes(t)[-2] ^= 1;
   // Elements and the margin after them: the margin is reported.
   f[7] = 70;
   bytes(t)[32] ^= 1;
-  EXPECT_EQ(a.check_after(), "the reader wrote past workspace segm_max (1 bytes after its end)");
+  EXPECT_EQ(a.check_after(), "the reader wrote past workspace segm_max (byte 1 after its end)");
   bytes(t)[32] ^= 1;
   EXPECT_EQ(a.check_after(), "");
 }
@@ -145,10 +145,10 @@ TEST(GuardedArray, TheFirstMisusedArrayInOrderIsNamed) {
   const kvh_tensor bt = a.add_i32("block_tables", {1, 2}, -1);
   const kvh_tensor cl = a.add_i32("context_lens", {3, 4}, 0);
   i32(cl)[2] = 9;
-  EXPECT_EQ(a.check_after(), "the reader wrote past context_lens (1 bytes after its end)");
+  EXPECT_EQ(a.check_after(), "the reader wrote past context_lens (byte 1 after its end)");
   i32(bt)[0] = 5;
   EXPECT_EQ(a.check_after(), "the reader wrote into block_tables (element 0)") << "the earlier array first";
-  EXPECT_EQ(a.arrays[1].check_after(), "the reader wrote past context_lens (1 bytes after its end)");
+  EXPECT_EQ(a.arrays[1].check_after(), "the reader wrote past context_lens (byte 1 after its end)");
 }
 
 TEST(GuardedArray, SmallElementsAndTheirMargins) {

@@ -172,7 +172,17 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   // report the case as CRASH instead of dying without a report. (Not
   // async-signal-safe; it runs only when the process is lost anyway.)
   g_on_fatal_signal = [&](int sig) {
-    std::lock_guard<std::mutex> lk(report_mutex);
+    // Held by this very thread (a fault while writing the report: heap damage a kernel did
+    // earlier shows up in malloc) would deadlock: stop at once instead.
+    std::unique_lock<std::mutex> lk(report_mutex, std::defer_lock);
+    for (int tries = 0; tries < 50 && !lk.try_lock(); ++tries)  // the watchdog holds it for moments only
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!lk.owns_lock()) {
+      std::fprintf(stderr, "\nkvharness: signal %d (%s) while the harness held its report (heap damage from an "
+                           "earlier case's out-of-bounds write on the cpu backend?); the last report on disk stands\n",
+                   sig, strsignal(sig));
+      std::_Exit(kExitHarness);
+    }
     if (running < 0) return;
     abandon(Status::Crash, reason::kCrash,
             fmt::format("signal {} ({}) while the case ran: an out-of-bounds access on the cpu backend, or a fault "
