@@ -362,8 +362,8 @@ int py_workspaces(void* ctx, const kvh_attention_args* a, kvh_workspace_spec* sp
     if (!py::isinstance<py::list>(r)) return r;  // the error text
     const py::list l = r;
     if (py::ssize_t(l.size()) > py::ssize_t(max_specs))
-      return py::str("reader '" + k->name + "': workspaces: " + std::to_string(l.size()) + " entries, the harness takes " +
-                     std::to_string(max_specs));
+      return py::str("reader '" + k->name + "': workspaces: " + std::to_string(l.size()) +
+                     " entries, the harness takes " + std::to_string(max_specs));
     for (size_t i = 0; i < l.size(); ++i) {
       const py::tuple e = l[i];
       kvh_workspace_spec& w = specs[i];
@@ -371,7 +371,8 @@ int py_workspaces(void* ctx, const kvh_attention_args* a, kvh_workspace_spec* sp
       const std::string name = e[0].cast<std::string>();
       const py::list shape = e[2];
       if (name.size() >= sizeof w.name || shape.size() < 1 || shape.size() > KVH_MAX_DIMS)
-        return py::str("reader '" + k->name + "': workspaces entry " + std::to_string(i) + " does not fit kvh_workspace_spec");
+        return py::str("reader '" + k->name + "': workspaces entry " + std::to_string(i) +
+                       " does not fit kvh_workspace_spec");
       std::memcpy(w.name, name.data(), name.size());
       w.dtype = e[1].cast<int32_t>();
       w.ndim = int32_t(shape.size());

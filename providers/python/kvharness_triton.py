@@ -629,8 +629,8 @@ def _varlen_attention_kernel(
         block = tl.load(bt_row + (tok // block_size) * bt_s1, mask=t_ok, other=0).to(tl.int64)
         in_block = tok % block_size
         kv_mask = t_ok[:, None] & d_mask[None, :]
-        k = tl.load(key_cache_ptr + (block * kc_s0 + in_block * kc_s1 + kv_head * kc_s2)[:, None] + (d * kc_s3)[None, :],
-                    mask=kv_mask, other=0.0)                               # [TILE_T, D_PAD]
+        k = tl.load(key_cache_ptr + (block * kc_s0 + in_block * kc_s1 + kv_head * kc_s2)[:, None] +
+                    (d * kc_s3)[None, :], mask=kv_mask, other=0.0)         # [TILE_T, D_PAD]
         s = tl.dot(q, tl.trans(k), out_dtype=tl.float32) * qk_scale          # [BLOCK_M, TILE_T]
         if USE_SOFTCAP:  # cap * tanh(s / cap), tanh(x) = 1 - 2 / (exp(2x) + 1)
             s = softcap * (1.0 - 2.0 / (tl.exp(2.0 * s / softcap) + 1.0))
@@ -718,8 +718,9 @@ def _varlen_workspaces(*, query, max_context_len, partition_size, **_):
 def _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
                    k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
                    softcap, sinks, alibi_slopes, split, workspaces):
-    for name, t, n in (("query", query, 3), ("out", out, 3), ("key_cache", key_cache, 4), ("value_cache", value_cache, 4),
-                       ("block_tables", block_tables, 2), ("context_lens", context_lens, 1)):
+    for name, t, n in (("query", query, 3), ("out", out, 3), ("key_cache", key_cache, 4),
+                       ("value_cache", value_cache, 4), ("block_tables", block_tables, 2),
+                       ("context_lens", context_lens, 1)):
         _check_dims(name, t, n)
     num_tokens, num_heads, head_size = query.shape
     num_blocks, bs, num_kv_heads, kv_head_size = key_cache.shape
@@ -728,7 +729,8 @@ def _launch_varlen(out, query, key_cache, value_cache, block_tables, context_len
         raise ValueError(f"key_cache: shape {tuple(key_cache.shape)}, expected [num_blocks, block_size = {block_size}, "
                          f"num_kv_heads, head_size = {head_size}] (NHD)")
     if tuple(value_cache.shape) != tuple(key_cache.shape):
-        raise ValueError(f"value_cache: shape {tuple(value_cache.shape)} differs from key_cache's {tuple(key_cache.shape)}")
+        raise ValueError(f"value_cache: shape {tuple(value_cache.shape)} differs from key_cache's "
+                         f"{tuple(key_cache.shape)}")
     if tuple(out.shape) != tuple(query.shape):
         raise ValueError(f"out: shape {tuple(out.shape)} differs from query's {tuple(query.shape)}")
     if num_heads % num_kv_heads != 0:

@@ -627,8 +627,8 @@ def varlen_case(fn, dtype_name, scheme, head_size, block_size, num_kv_heads, gro
     for name, buf, n in guards:
         if not bool((buf[:MARGIN] == 5.0).all() and (buf[MARGIN + n:] == 5.0).all()):
             problems.append(f"wrote outside workspace {name}")
-    what = (f"{fn.__name__} {dtype_name} {scheme} head_size={head_size} block_size={block_size} kv_heads={num_kv_heads} "
-            f"gqa={group} q={q_lens} ctx_before={ctx_before} causal={causal} {mods or ''} "
+    what = (f"{fn.__name__} {dtype_name} {scheme} head_size={head_size} block_size={block_size} "
+            f"kv_heads={num_kv_heads} gqa={group} q={q_lens} ctx_before={ctx_before} causal={causal} {mods or ''} "
             f"partition_size={partition_size or 'default'}"
             + (" workspaces=harness" if harness_workspaces else "") + (" decode call" if decode_call else ""))
     return (not problems), (what if not problems else f"{what}: {'; '.join(problems)}"), out, (
@@ -640,7 +640,8 @@ _VARLEN_CASES = [  # (head_size, block_size, kv_heads, group, scheme, q_lens, ct
     (64, 32, 1, 8, "padded", [17, 1, 2, 64], [3, 513, 0, 100], 256, {"window": 128}),
     (256, 16, 4, 1, "separate", [5, 1, 33], [300, 1299, 0], 433, {"sinks": True, "softcap": 5.0}),
     (128, 544, 2, 4, "offset", [7, 100, 1], [1300, 0, 544], 512, {"alibi": True}),
-    (80, 16, 2, 2, "interleaved", [2, 1, 16], [40, 7, 1], 64, {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True}),
+    (80, 16, 2, 2, "interleaved", [2, 1, 16], [40, 7, 1], 64,
+     {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True}),
     (128, 16, 1, 16, "padded", [300], [200], 128, {"sinks": True, "window": 100}),
 ]
 
@@ -657,8 +658,8 @@ def test_varlen_readers():
         for hs, bs, kv, group, scheme, q_lens, ctx, psize, mods in _VARLEN_CASES:
             for causal in (True, False):
                 dtype_name = ("fp16", "bf16")[i % 2]
-                ok, what, _, _ = varlen_case(fn, dtype_name, scheme, hs, bs, kv, group, q_lens, ctx, causal, mods, psize,
-                                             harness_ws, seed=200 + i)
+                ok, what, _, _ = varlen_case(fn, dtype_name, scheme, hs, bs, kv, group, q_lens, ctx, causal, mods,
+                                             psize, harness_ws, seed=200 + i)
                 results.append((ok, what))
                 i += 1
     _report(results)

@@ -284,7 +284,8 @@ class Handle:
 def _decode_defaults(out: dict, kwargs: dict):
     """The ragged-query arguments the harness left unfilled (None), as a decode call has them:
     query_start_loc = 0..num_seqs, seq_lens = context_lens, k_scale_tensor/v_scale_tensor = [k_scale]/[v_scale]."""
-    missing = [n for n in ("query_start_loc", "seq_lens", "k_scale_tensor", "v_scale_tensor") if n in out and out[n] is None]
+    missing = [n for n in ("query_start_loc", "seq_lens", "k_scale_tensor", "v_scale_tensor")
+               if n in out and out[n] is None]
     if not missing:
         return
     import torch

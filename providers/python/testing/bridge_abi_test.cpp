@@ -51,7 +51,8 @@ uint16_t f16(float x) {  // exact for the small values used here
 }
 float from_f16(uint16_t h) {
   if ((h & 0x7fff) == 0) return 0;
-  const uint32_t b = (uint32_t(h & 0x8000) << 16) | ((((h >> 10) & 0x1f) - 15 + 127) << 23) | (uint32_t(h & 0x3ff) << 13);
+  const uint32_t b =
+      (uint32_t(h & 0x8000) << 16) | ((((h >> 10) & 0x1f) - 15 + 127) << 23) | (uint32_t(h & 0x3ff) << 13);
   float x;
   std::memcpy(&x, &b, 4);
   return x;
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
 
   // Capabilities and descriptors.
   check(rag->capabilities->max_query_len == 64, "probe_ragged: max_query_len 64");
-  check(rag->capabilities->modifiers == (KVH_MOD_NON_CAUSAL | KVH_MOD_SINKS), "probe_ragged: modifiers NON_CAUSAL | SINKS");
+  check(rag->capabilities->modifiers == (KVH_MOD_NON_CAUSAL | KVH_MOD_SINKS),
+        "probe_ragged: modifiers NON_CAUSAL | SINKS");
   check(old->capabilities->max_query_len == 1, "a decode reader: max_query_len 1");
   check(rag->workspaces == nullptr && rag->workspace_bytes == nullptr, "probe_ragged: no workspace entry points");
   check(typed->workspaces != nullptr && typed->workspace_bytes == nullptr, "typed workspaces: desc.workspaces only");
@@ -211,7 +213,8 @@ int main(int argc, char** argv) {
     rc = bad->workspaces(bad->context, &c.a, specs, KVH_MAX_WORKSPACES, &count);
     const std::string e = error(bad);
     check(rc == KVH_RAISED && count == 0 &&
-              e.find("reader 'probe_bad_workspaces': workspaces entry 1 ('b'): dtype 'float8_e4m3fn'") != std::string::npos &&
+              e.find("reader 'probe_bad_workspaces': workspaces entry 1 ('b'): dtype 'float8_e4m3fn'") !=
+                  std::string::npos &&
               e.find("kvharness_abi_probe.py:") != std::string::npos,
           "a bad dtype: KVH_RAISED naming the reader, the entry and the declaration's line: " + e);
     rc = many->workspaces(many->context, &c.a, specs, KVH_MAX_WORKSPACES, &count);

@@ -77,7 +77,8 @@ def bad(**_):
     raise AssertionError("never called")
 
 
-@reader("probe_many_workspaces", cache_format="flash", workspaces=lambda **_: [("w%d" % i, 1, "int64") for i in range(9)])
+@reader("probe_many_workspaces", cache_format="flash",
+        workspaces=lambda **_: [("w%d" % i, 1, "int64") for i in range(9)])
 def many(**_):
     raise AssertionError("never called")
 

@@ -526,6 +526,21 @@ class TypedWorkspaces(unittest.TestCase):
         self.assertIn("not both", str(e.exception))
 
 
+class TritonModule(unittest.TestCase):
+    def test_without_triton_the_import_fails_naming_it_and_registers_nothing(self):
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            self.skipTest("triton is installed")
+        n = len(kvharness._KERNELS)
+        with self.assertRaises(ImportError) as e:
+            import kvharness_triton  # noqa: F401
+        self.assertEqual(e.exception.name, "triton")
+        self.assertEqual(len(kvharness._KERNELS), n)
+
+
 # ---- torch_unified_attention_* against a float64 brute force on ragged batches ----
 
 
@@ -570,8 +585,8 @@ class RaggedTorchReaders(unittest.TestCase):
         for q in cls.Q_LENS:
             cls.starts.append(cls.starts[-1] + q)
         T = cls.starts[-1]
-        cls.seqs = [(torch.randn(L, cls.NKV, cls.D, generator=g).half(), torch.randn(L, cls.NKV, cls.D, generator=g).half())
-                    for L in cls.lens]
+        cls.seqs = [(torch.randn(L, cls.NKV, cls.D, generator=g).half(),
+                     torch.randn(L, cls.NKV, cls.D, generator=g).half()) for L in cls.lens]
         fused = torch.randn(T, (cls.NH + 2) * cls.D + 8, generator=g).half()  # a view of a fused QKV buffer
         cls.query = fused[:, :cls.NH * cls.D].view(T, cls.NH, cls.D)
         blocks = [-(-L // cls.BS) for L in cls.lens]
@@ -603,7 +618,8 @@ class RaggedTorchReaders(unittest.TestCase):
                     seq_lens=torch.tensor(self.lens, dtype=torch.int32), max_query_len=max(self.Q_LENS),
                     num_query_tokens=starts[-1], causal=causal, sliding_window=mods.get("window", 0),
                     softcap=mods.get("softcap", 0.0), head_offset=0,
-                    sinks=self.sinks if mods.get("sinks") else None, alibi_slopes=self.alibi if mods.get("alibi") else None)
+                    sinks=self.sinks if mods.get("sinks") else None,
+                    alibi_slopes=self.alibi if mods.get("alibi") else None)
 
     def reference(self, causal, mods):
         key = (causal, tuple(sorted(mods.items())))
@@ -629,6 +645,13 @@ class RaggedTorchReaders(unittest.TestCase):
 
     MODS = ({}, {"window": 7}, {"alibi": True}, {"softcap": 2.0}, {"sinks": True},
             {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True})
+
+    def test_long_chunks_are_scored_a_few_rows_at_a_time(self):
+        from unittest import mock
+        mods = {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True}
+        with mock.patch.object(kt, "_SCORE_ELEMENTS", 1000):  # 1 row of the 40-token chunk at a time
+            out = self.run_reader(kt.unified_attention_nhd, "flash", True, mods)
+        self.assertEqual(self.mismatches(out, self.reference(True, mods)), [])
 
     def test_nhd_and_hnd_match_the_brute_force(self):
         for fmt, fn in (("flash", kt.unified_attention_nhd), ("hnd", kt.unified_attention_hnd)):
