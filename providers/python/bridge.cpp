@@ -65,11 +65,14 @@ struct KernelCtx {
   std::string pending;  // workspace_bytes raised: reported by the launch that follows
   std::vector<int32_t> head_sizes, block_sizes;
   kvh_capabilities caps{};
+  bool modifier_kwargs = false;  // sliding_window, softcap, head_offset, sinks, alibi_slopes
+  bool ragged_kwargs = false;    // query_start_loc, seq_lens, max_query_len, num_query_tokens, causal, *_scale_tensor
+  bool typed_workspaces = false; // kvh_kernel_desc.workspaces: `workspaces` on every call
 };
 
 /// One opened module.
 struct Bridge {
-  py::object call, workspace;  // _bridge.call / _bridge.workspace_bytes bound to this module's kernels
+  py::object call, workspace, workspaces;  // _bridge's Handle.call / .workspace_bytes / .workspaces
   int32_t device_type = KVH_DEVICE_CPU, device_id = 0;
   std::vector<std::unique_ptr<KernelCtx>> contexts;
   std::vector<kvh_kernel_desc> descs;
@@ -228,8 +231,13 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
 /// The reader's keyword arguments; the score-modifier ones (sliding_window, softcap, head_offset,
 /// sinks, alibi_slopes) only for a reader that declares modifiers, so that a reader written before
 /// them, which may forward **kwargs to a function that does not take them, never sees them (the
-/// harness never runs such a reader on a case that turns one on).
-py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs, bool modifiers) {
+/// harness never runs such a reader on a case that turns one on). Likewise the ragged-query ones
+/// (kvharness 0.4) only for a reader that declares ragged support or names one of them
+/// (_bridge.py); they are read when struct_size covers them and the harness filled them
+/// (query_start_loc set), else they describe a decode call: max_query_len 1, num_query_tokens the
+/// query's rows, causal, and None for the tensors (which _bridge.py then makes).
+py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool with_outputs, const KernelCtx& k) {
+  const bool modifiers = k.modifier_kwargs;
   py::dict kw;
   if (with_outputs) kw["out"] = capsule(a.out, b);
   kw["query"] = capsule(a.query, b);
@@ -255,7 +263,27 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
     kw["sinks"] = has && a.sinks.data ? capsule(a.sinks, b) : py::none();
     kw["alibi_slopes"] = has && a.alibi_slopes.data ? capsule(a.alibi_slopes, b) : py::none();
   }
+  if (k.ragged_kwargs) {
+    const bool ragged = KVH_HAS_FIELD(&a, kvh_attention_args, causal) && a.query_start_loc.data;
+    kw["query_start_loc"] = ragged ? capsule(a.query_start_loc, b) : py::none();
+    kw["seq_lens"] = ragged && a.seq_lens.data ? capsule(a.seq_lens, b) : py::none();
+    kw["max_query_len"] = ragged ? a.max_query_len : 1;
+    kw["num_query_tokens"] = ragged ? int64_t(a.num_query_tokens) : a.query.shape[0];
+    kw["causal"] = ragged ? a.causal != 0 : true;
+    const bool scales = KVH_HAS_FIELD(&a, kvh_attention_args, v_scale_tensor);
+    kw["k_scale_tensor"] = scales && a.k_scale_tensor.data ? capsule(a.k_scale_tensor, b) : py::none();
+    kw["v_scale_tensor"] = scales && a.v_scale_tensor.data ? capsule(a.v_scale_tensor, b) : py::none();
+  }
   if (with_outputs) kw["workspace"] = bytes_capsule(a.workspace, a.workspace_bytes, b);
+  if (with_outputs && k.typed_workspaces) {  // in declaration order; _bridge.py names them
+    py::list ws;
+    const bool has = KVH_HAS_FIELD(&a, kvh_attention_args, workspaces);
+    const int32_t n = has ? a.num_workspaces : 0;
+    if (n < 0 || n > KVH_MAX_WORKSPACES)
+      throw std::invalid_argument("num_workspaces " + std::to_string(n) + " outside 0..8");
+    for (int32_t i = 0; i < n; ++i) ws.append(capsule(a.workspaces[i], b));
+    kw["workspaces"] = ws;
+  }
   add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_attention_args, v_scales) ? &a : nullptr, b);
   return kw;
 }
@@ -295,7 +323,7 @@ int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
     return KVH_RAISED;
   }
   return guarded(k, [&] {
-    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true, k->caps.modifiers != 0),
+    return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true, *k),
                            reinterpret_cast<uintptr_t>(stream));
   });
 }
@@ -308,7 +336,7 @@ int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
   *bytes = 0;
   k->pending.clear();
   const int rc = guarded(k, [&]() -> py::object {
-    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false, k->caps.modifiers != 0));
+    py::object r = k->bridge->workspace(k->index, attention_kwargs(*a, *k->bridge, false, *k));
     if (py::isinstance<py::int_>(r)) {
       const long long n = r.cast<long long>();
       if (n < 0) return py::str("workspace_bytes returned a negative size " + std::to_string(n));
@@ -321,6 +349,42 @@ int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
   return 0;
 }
 
+// Typed workspaces: the declaration's entries, checked in Python (kvharness.workspace_specs:
+// names, dims, dtypes, count), copied into specs. A declaration that raises or is malformed
+// returns KVH_RAISED at once, its message naming the reader and the entry (last_error).
+int py_workspaces(void* ctx, const kvh_attention_args* a, kvh_workspace_spec* specs, int32_t max_specs,
+                  int32_t* count) {
+  auto* k = static_cast<KernelCtx*>(ctx);
+  *count = 0;
+  k->pending.clear();
+  const int rc = guarded(k, [&]() -> py::object {
+    py::object r = k->bridge->workspaces(k->index, attention_kwargs(*a, *k->bridge, false, *k));
+    if (!py::isinstance<py::list>(r)) return r;  // the error text
+    const py::list l = r;
+    if (py::ssize_t(l.size()) > py::ssize_t(max_specs))
+      return py::str("reader '" + k->name + "': workspaces: " + std::to_string(l.size()) +
+                     " entries, the harness takes " + std::to_string(max_specs));
+    for (size_t i = 0; i < l.size(); ++i) {
+      const py::tuple e = l[i];
+      kvh_workspace_spec& w = specs[i];
+      std::memset(static_cast<void*>(&w), 0, sizeof w);
+      const std::string name = e[0].cast<std::string>();
+      const py::list shape = e[2];
+      if (name.size() >= sizeof w.name || shape.size() < 1 || shape.size() > KVH_MAX_DIMS)
+        return py::str("reader '" + k->name + "': workspaces entry " + std::to_string(i) +
+                       " does not fit kvh_workspace_spec");
+      std::memcpy(w.name, name.data(), name.size());
+      w.dtype = e[1].cast<int32_t>();
+      w.ndim = int32_t(shape.size());
+      for (size_t d = 0; d < shape.size(); ++d) w.shape[d] = shape[d].cast<int64_t>();
+    }
+    *count = int32_t(l.size());
+    return py::none();
+  });
+  if (rc != 0) *count = 0;
+  return rc;
+}
+
 const char* py_last_error(void* ctx) { return static_cast<KernelCtx*>(ctx)->error.c_str(); }
 
 void close_bridge(void* p) {
@@ -329,6 +393,7 @@ void close_bridge(void* p) {
     py::gil_scoped_acquire gil;
     b->call = py::object();
     b->workspace = py::object();
+    b->workspaces = py::object();
   } catch (...) {
   }
   delete b;
@@ -365,6 +430,10 @@ void describe(Bridge& b, const py::list& kernels) {
     k->caps.cache_dtypes = d["cache_dtypes_mask"].cast<uint32_t>();
     k->caps.kv_scales = d["kv_scales_mask"].cast<uint32_t>();
     k->caps.modifiers = d.contains("modifiers_mask") ? d["modifiers_mask"].cast<uint32_t>() : 0u;
+    k->caps.max_query_len = d["max_query_len"].cast<int32_t>();
+    k->modifier_kwargs = d["modifier_kwargs"].cast<bool>();
+    k->ragged_kwargs = d["ragged_kwargs"].cast<bool>();
+    k->typed_workspaces = d["has_workspaces"].cast<bool>();
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
     desc.name = k->name.c_str();
@@ -376,6 +445,7 @@ void describe(Bridge& b, const py::list& kernels) {
     if (desc.role == KVH_ROLE_WRITER) desc.write = py_write;
     if (desc.role == KVH_ROLE_READER) desc.attention = py_attention;
     if (d["has_workspace"].cast<bool>()) desc.workspace_bytes = py_workspace;
+    if (k->typed_workspaces) desc.workspaces = py_workspaces;
     desc.last_error = py_last_error;
     desc.capabilities = &k->caps;
     b.descs.push_back(desc);
@@ -414,6 +484,7 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       py::object handle = loaded[0];
       b->call = handle.attr("call");
       b->workspace = handle.attr("workspace_bytes");
+      b->workspaces = handle.attr("workspaces");
       describe(*b, handle.attr("kernels"));
       out->num_kernels = int32_t(b->descs.size());
       out->kernels = b->descs.empty() ? nullptr : b->descs.data();

@@ -1,4 +1,4 @@
-"""kvharness_torch: cache writers and decode readers in plain torch operations.
+"""kvharness_torch: cache writers, decode readers and ragged (varlen) readers in plain torch operations.
 
 Every kernel works in place on the views the harness passes (zero-copy views
 of its guarded storage, any strides): advanced-index assignment on a view is
@@ -13,10 +13,16 @@ Shapes (outermost first, elements), x = key_cache.shape[-1] (8 for fp16/bf16):
                 value_cache [num_blocks, num_kv_heads, head_size, block_size]
   shuffle       key_cache as pa_v1; value_cache [num_blocks, num_kv_heads, block_size/x, head_size, x]
   hnd           key_cache, value_cache [num_blocks, num_kv_heads, block_size, head_size]
+
+The ragged readers (torch_unified_attention_nhd/_hnd) take any number of query tokens per
+sequence (query/out [num_query_tokens, num_heads, head_size], query_start_loc/seq_lens as in
+include/kvharness/provider.h), causal or not, with every score modifier: the definition written
+out per sequence, a slow but plain reference for kernels in that family.
 """
 
 import torch
 
+import kvharness
 from kvharness import reader, writer
 
 
@@ -159,3 +165,104 @@ def paged_attention_hnd(out, query, key_cache, value_cache, block_tables, contex
     # key_cache[blk, :, off]: the two index tensors are apart, so their dim leads: [n, num_kv_heads, head_size].
     _attend_tokens(out, query, block_tables, context_lens, block_size, scale, k_scale, v_scale, key_cache.shape[1],
                    lambda blk, off: key_cache[blk, :, off], lambda blk, off: value_cache[blk, :, off])
+
+
+# ---- ragged (varlen) attention: chunked prefill, speculative decode, decode, in one call ----
+
+#: Scores of one sequence are computed for this many (query token x head x key) elements at a
+#: time at most (query rows in chunks), so a long prefill chunk does not take O(q * L * heads) memory at once.
+_SCORE_ELEMENTS = 1 << 24
+
+
+def _masked(rel, causal, sliding_window):
+    """Which keys a query token does not see, from rel = t - p ([rows, L]): provider.h's masks."""
+    masked = torch.zeros_like(rel, dtype=torch.bool)
+    if causal:
+        masked |= rel > 0
+    if sliding_window > 0:
+        masked |= rel <= -sliding_window
+    return masked
+
+
+def _attend_ragged(out, query, block_tables, block_size, scale, k_scale, v_scale, num_kv_heads, gather_k, gather_v,
+                   query_start_loc, seq_lens, causal, sliding_window, softcap, sinks, alibi_slopes, masked_fn=_masked):
+    """provider.h's ragged attention, float32, one sequence at a time, from the definition:
+    sequence s owns query rows query_start_loc[s] .. query_start_loc[s+1] (q_s of them) and
+    L_s = seq_lens[s] tokens; its query token j sits at p = L_s - q_s + j and sees keys t < L_s with
+    t <= p when causal and t > p - sliding_window when a window is set; score
+    s = softcap * tanh(scale * q.k / softcap) (when softcap > 0) + alibi_slopes[h] * (t - p);
+    softmax over the visible keys plus, with sinks, the logit sinks[h] in the denominator once.
+    gather_k/gather_v(blk, off) -> [n, num_kv_heads, head_size] for physical blocks and offsets;
+    masked_fn(rel, causal, sliding_window) -> the keys each row does not see (planted variants swap it)."""
+    num_heads, head_size = query.shape[1], query.shape[2]
+    group = num_heads // num_kv_heads  # query head h reads kv head h // group
+    starts = query_start_loc.tolist()
+    lens = seq_lens.tolist()
+    dev = query.device
+    slopes = alibi_slopes.float().reshape(1, num_kv_heads, group, 1) if alibi_slopes is not None else None
+    sink = sinks.float().reshape(1, num_kv_heads, group, 1) if sinks is not None else None
+    for s, L in enumerate(lens):
+        q0, q1 = starts[s], starts[s + 1]
+        n_q = q1 - q0
+        if n_q <= 0:
+            continue
+        pos = torch.arange(L, device=dev)
+        blk = block_tables[s].long()[torch.div(pos, block_size, rounding_mode="floor")]  # tables in kernel pages
+        off = pos % block_size
+        keys = gather_k(blk, off).float() * k_scale      # [L, num_kv_heads, head_size]
+        values = gather_v(blk, off).float() * v_scale
+        rows = max(1, _SCORE_ELEMENTS // max(1, num_heads * L))
+        for r0 in range(0, n_q, rows):
+            r1 = min(n_q, r0 + rows)
+            q = query[q0 + r0:q0 + r1].float().reshape(r1 - r0, num_kv_heads, group, head_size)
+            scores = torch.einsum("rkgd,nkd->rkgn", q, keys) * scale  # [rows, kv heads, group, L]
+            if softcap > 0:
+                scores = softcap * torch.tanh(scores / softcap)
+            p = L - n_q + torch.arange(r0, r1, device=dev)  # the rows' positions
+            rel = pos.view(1, L) - p.view(-1, 1)              # t - p, [rows, L]
+            if slopes is not None:
+                scores = scores + slopes * rel.view(r1 - r0, 1, 1, L).float()
+            masked = masked_fn(rel, causal, sliding_window)
+            scores = scores.masked_fill(masked.view(r1 - r0, 1, 1, L), float("-inf"))
+            if sink is not None:  # one more logit in the denominator, carrying no value
+                scores = torch.cat([scores, sink.expand(r1 - r0, -1, -1, 1)], dim=-1)
+                probs = torch.softmax(scores, dim=-1)[..., :L]
+            else:
+                probs = torch.softmax(scores, dim=-1)
+            o = torch.einsum("rkgn,nkd->rkgd", probs, values)
+            out[q0 + r0:q0 + r1] = o.reshape(r1 - r0, num_heads, head_size).to(out.dtype)
+
+
+def _ragged_args(query, context_lens, query_start_loc, seq_lens):
+    """Decode values for arguments not given (a direct call): one query token per sequence."""
+    if query_start_loc is None:
+        query_start_loc = torch.arange(query.shape[0] + 1, dtype=torch.int32, device=query.device)
+    return query_start_loc, context_lens if seq_lens is None else seq_lens
+
+
+_RAGGED = dict(max_query_len=kvharness.ANY_QUERY_LEN,
+               modifiers=("sliding_window", "sinks", "softcap", "alibi", "non_causal"))
+
+
+@reader("torch_unified_attention_nhd", cache_format="flash", **_RAGGED,
+        description="torch: ragged (varlen) paged attention over NHD K and V from query_start_loc/seq_lens, "
+                    "causal or not, every score modifier, float32 accumulation")
+def unified_attention_nhd(out, query, key_cache, value_cache, block_tables, context_lens, block_size, scale, k_scale,
+                          v_scale, query_start_loc=None, seq_lens=None, causal=True, sliding_window=0, softcap=0.0,
+                          sinks=None, alibi_slopes=None, **_):
+    qsl, lens = _ragged_args(query, context_lens, query_start_loc, seq_lens)
+    _attend_ragged(out, query, block_tables, block_size, scale, k_scale, v_scale, key_cache.shape[2],
+                   lambda blk, off: key_cache[blk, off], lambda blk, off: value_cache[blk, off],
+                   qsl, lens, causal, sliding_window, softcap, sinks, alibi_slopes)
+
+
+@reader("torch_unified_attention_hnd", cache_format="hnd", **_RAGGED,
+        description="torch: ragged (varlen) paged attention over HND K and V from query_start_loc/seq_lens, "
+                    "causal or not, every score modifier, float32 accumulation")
+def unified_attention_hnd(out, query, key_cache, value_cache, block_tables, context_lens, block_size, scale, k_scale,
+                          v_scale, query_start_loc=None, seq_lens=None, causal=True, sliding_window=0, softcap=0.0,
+                          sinks=None, alibi_slopes=None, **_):
+    qsl, lens = _ragged_args(query, context_lens, query_start_loc, seq_lens)
+    _attend_ragged(out, query, block_tables, block_size, scale, k_scale, v_scale, key_cache.shape[1],
+                   lambda blk, off: key_cache[blk, :, off], lambda blk, off: value_cache[blk, :, off],
+                   qsl, lens, causal, sliding_window, softcap, sinks, alibi_slopes)

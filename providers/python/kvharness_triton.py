@@ -9,6 +9,8 @@ Kernels (names as the harness sees them):
   triton_paged_attention_v1          reader, cache_format "pa_v1"
   triton_paged_attention_shuffle     reader, cache_format "shuffle"
   triton_fixture_shuffle_contiguous  writer, "shuffle", fixture: KNOWN BAD on purpose
+  triton_unified_attention           reader, cache_format "flash" (NHD), ragged queries (query_start_loc)
+  triton_unified_attention_splitk    the same, split-K with typed workspaces
 
 Shapes (outermost first, elements; x = 16 // element_size, 8 for fp16/bf16):
   key, value     [num_tokens, num_kv_heads, head_size], any strides
@@ -16,8 +18,10 @@ Shapes (outermost first, elements; x = 16 // element_size, 8 for fp16/bf16):
   key_cache      [num_blocks, num_kv_heads, head_size/x, block_size, x]          (both formats)
   value_cache    pa_v1   [num_blocks, num_kv_heads, head_size, block_size]
                  shuffle [num_blocks, num_kv_heads, block_size/x, head_size, x]
-  query, out     [num_seqs, num_heads, head_size], any strides
+  query, out     [num_seqs, num_heads, head_size], any strides (ragged readers: [num_query_tokens, ...])
   block_tables   [num_seqs, max_blocks_per_seq] int32; context_lens [num_seqs] int32
+  NHD caches     key_cache, value_cache [num_blocks, block_size, num_kv_heads, head_size] (ragged readers)
+  query_start_loc [num_seqs + 1] int32, seq_lens [num_seqs] int32 (ragged readers)
 
 Every address is built from the strides of the views the harness hands over
 (tensor.stride(), in elements) in int64 arithmetic, so blocks-first interleaved
@@ -31,6 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
+import kvharness
 from kvharness import reader, writer
 
 #: Split-K partition (tokens) used when the harness passes partition_size = 0.
@@ -525,3 +530,315 @@ def triton_paged_attention_shuffle(out, query, key_cache, value_cache, block_tab
     """Decode attention over shuffle caches; writes out [num_seqs, num_heads, head_size] in place."""
     _launch_attention("shuffle", out, query, key_cache, value_cache, block_tables, context_lens, block_size,
                       max_context_len, scale, k_scale, v_scale, partition_size, workspace)
+
+
+# --------------------------------------------------------------------------- #
+# Readers: ragged (varlen) paged attention over an NHD cache
+# --------------------------------------------------------------------------- #
+#
+# Chunked prefill, speculative decode and decode in one launch (include/kvharness/provider.h,
+# kvharness 0.4): sequence s has q_s new query tokens at rows query_start_loc[s] .. of query/out
+# [num_query_tokens, num_heads, head_size] and L_s = seq_lens[s] tokens in the NHD cache
+# [num_blocks, block_size, num_kv_heads, head_size]; its query token j sits at p = L_s - q_s + j.
+#
+# Grid (query blocks, num_seqs, num_kv_heads * splits): program (b, s, kv * splits + c) takes query
+# tokens b*BLOCK_Q .. b*BLOCK_Q + BLOCK_Q - 1 of sequence s (it returns at once past q_s) for
+# every query head of kv head kv's GQA group, as BLOCK_M = BLOCK_Q * G_PAD rows (row r: token
+# r // G_PAD, group member r % G_PAD), so each K/V tile is loaded once for all of them. It walks
+# the keys the block's rows may see, TILE_T tokens at a time, each token's physical block looked
+# up in block_tables (so any block size works, tiles may span blocks):
+#   causal: keys up to the last row's position; sliding window: from the first row's p - window + 1;
+#   split-K (SPLIT): only keys [c*P, (c+1)*P) of partition c.
+# Per tile: S = (q . K^T) * scale * k_scale (tl.dot, float32 accumulation), softcap, ALiBi
+# slope * (t - p), the row's own causal/window mask, then an online softmax (running max m,
+# exp-sum l, unnormalised acc += p . V in float32).
+# Single pass: the sink logit seeds the softmax (m = sink, l = 1: it joins the denominator once and
+# carries no value); out = v_scale * acc / l.
+# Split-K: each program stores (m, l, acc) of its partition to the typed workspaces segm_max,
+# segm_expsum [num_query_tokens, num_heads, splits] and segm_output [..., splits, head_size]
+# (float32; an empty partition stores m = -inf, l = 0, acc = 0, so every entry the reduce reads is
+# written); the reduce, one program per (query token, head), merges the splits and the sink.
+
+#: Rows (query tokens x GQA group members) per program of the varlen kernel, at most.
+_VARLEN_MAX_ROWS = 64
+
+
+@triton.jit
+def _varlen_attention_kernel(
+    out_ptr, q_ptr, key_cache_ptr, value_cache_ptr, block_tables_ptr, seq_lens_ptr, query_start_loc_ptr,
+    sinks_ptr, alibi_ptr, segm_max_ptr, segm_expsum_ptr, segm_output_ptr,
+    o_s0, o_s1, o_s2, q_s0, q_s1, q_s2,
+    kc_s0, kc_s1, kc_s2, kc_s3, vc_s0, vc_s1, vc_s2, vc_s3,
+    bt_s0, bt_s1, sl_s0, qsl_s0, sk_s0, al_s0,
+    wm_s0, wm_s1, wm_s2, wo_s0, wo_s1, wo_s2, wo_s3,
+    queries_per_kv, num_splits, block_size, partition_size, sliding_window, qk_scale, v_scale, softcap,
+    HEAD_SIZE: tl.constexpr, D_PAD: tl.constexpr, BLOCK_Q: tl.constexpr, G_PAD: tl.constexpr,
+    TILE_T: tl.constexpr, CAUSAL: tl.constexpr, USE_SINKS: tl.constexpr, USE_ALIBI: tl.constexpr,
+    USE_SOFTCAP: tl.constexpr, SPLIT: tl.constexpr,
+):
+    BLOCK_M: tl.constexpr = BLOCK_Q * G_PAD
+    q_block = tl.program_id(0).to(tl.int64)
+    seq = tl.program_id(1).to(tl.int64)
+    kv_head = tl.program_id(2).to(tl.int64) // num_splits
+    split = tl.program_id(2).to(tl.int64) % num_splits
+    q_start = tl.load(query_start_loc_ptr + seq * qsl_s0).to(tl.int64)
+    q_len = tl.load(query_start_loc_ptr + (seq + 1) * qsl_s0).to(tl.int64) - q_start
+    if q_block * BLOCK_Q >= q_len:
+        return
+    seq_len = tl.load(seq_lens_ptr + seq * sl_s0).to(tl.int64)
+
+    r = tl.arange(0, BLOCK_M).to(tl.int64)
+    j = q_block * BLOCK_Q + r // G_PAD            # query token of the sequence
+    member = r % G_PAD                            # index inside the GQA group
+    row_ok = (j < q_len) & (member < queries_per_kv)
+    head = kv_head * queries_per_kv + member
+    token = q_start + j                           # query/out row
+    pos = seq_len - q_len + j                     # the token's position in its sequence
+    d = tl.arange(0, D_PAD).to(tl.int64)
+    d_mask = d < HEAD_SIZE
+    q = tl.load(q_ptr + token[:, None] * q_s0 + head[:, None] * q_s1 + d[None, :] * q_s2,
+                mask=row_ok[:, None] & d_mask[None, :], other=0.0)
+
+    # Keys any row of this block may see.
+    first_pos = seq_len - q_len + q_block * BLOCK_Q
+    last_pos = seq_len - q_len + tl.minimum(q_len, q_block * BLOCK_Q + BLOCK_Q) - 1
+    hi = seq_len
+    if CAUSAL:
+        hi = tl.minimum(hi, last_pos + 1)
+    lo = first_pos * 0
+    if sliding_window > 0:
+        lo = tl.maximum(lo, first_pos - sliding_window + 1)
+    if SPLIT:
+        lo = tl.maximum(lo, split * partition_size)
+        hi = tl.minimum(hi, (split + 1) * partition_size)
+
+    if USE_SINKS and not SPLIT:
+        m = tl.load(sinks_ptr + head * sk_s0, mask=row_ok, other=0.0).to(tl.float32)
+        exp_sum = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
+    else:
+        m = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+        exp_sum = tl.zeros([BLOCK_M], dtype=tl.float32)
+    if USE_ALIBI:
+        slope = tl.load(alibi_ptr + head * al_s0, mask=row_ok, other=0.0).to(tl.float32)
+    acc = tl.zeros([BLOCK_M, D_PAD], dtype=tl.float32)
+    bt_row = block_tables_ptr + seq * bt_s0
+    off = tl.arange(0, TILE_T).to(tl.int64)
+    for t0 in range(lo, hi, TILE_T):
+        tok = t0 + off
+        t_ok = tok < hi
+        block = tl.load(bt_row + (tok // block_size) * bt_s1, mask=t_ok, other=0).to(tl.int64)
+        in_block = tok % block_size
+        kv_mask = t_ok[:, None] & d_mask[None, :]
+        k = tl.load(key_cache_ptr + (block * kc_s0 + in_block * kc_s1 + kv_head * kc_s2)[:, None] +
+                    (d * kc_s3)[None, :], mask=kv_mask, other=0.0)         # [TILE_T, D_PAD]
+        s = tl.dot(q, tl.trans(k), out_dtype=tl.float32) * qk_scale          # [BLOCK_M, TILE_T]
+        if USE_SOFTCAP:  # cap * tanh(s / cap), tanh(x) = 1 - 2 / (exp(2x) + 1)
+            s = softcap * (1.0 - 2.0 / (tl.exp(2.0 * s / softcap) + 1.0))
+        rel = tok[None, :] - pos[:, None]                                    # t - p
+        if USE_ALIBI:
+            s += slope[:, None] * rel.to(tl.float32)
+        seen = t_ok[None, :] & row_ok[:, None]
+        if CAUSAL:
+            seen = seen & (rel <= 0)
+        if sliding_window > 0:
+            seen = seen & (rel > -sliding_window)
+        s = tl.where(seen, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row that sees nothing yet
+        alpha = tl.exp(m - m_safe)
+        p = tl.exp(s - m_safe[:, None])
+        v = tl.load(value_cache_ptr + (block * vc_s0 + in_block * vc_s1 + kv_head * vc_s2)[:, None] +
+                    (d * vc_s3)[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+        exp_sum = exp_sum * alpha + tl.sum(p, axis=1)
+        m = m_new
+
+    if SPLIT:
+        w = token * wm_s0 + head * wm_s1 + split * wm_s2
+        tl.store(segm_max_ptr + w, m, mask=row_ok)
+        tl.store(segm_expsum_ptr + w, exp_sum, mask=row_ok)
+        tl.store(segm_output_ptr + (token * wo_s0 + head * wo_s1 + split * wo_s2)[:, None] + (d * wo_s3)[None, :],
+                 acc, mask=row_ok[:, None] & d_mask[None, :])
+    else:
+        denom = tl.where(exp_sum > 0.0, exp_sum, 1.0)
+        result = acc * (v_scale / denom)[:, None]
+        tl.store(out_ptr + token[:, None] * o_s0 + head[:, None] * o_s1 + d[None, :] * o_s2,
+                 result.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & d_mask[None, :])
+
+
+@triton.jit
+def _varlen_reduce_kernel(
+    out_ptr, sinks_ptr, segm_max_ptr, segm_expsum_ptr, segm_output_ptr,
+    o_s0, o_s1, o_s2, sk_s0, wm_s0, wm_s1, wm_s2, wo_s0, wo_s1, wo_s2, wo_s3,
+    num_splits, v_scale,
+    HEAD_SIZE: tl.constexpr, D_PAD: tl.constexpr, USE_SINKS: tl.constexpr,
+):
+    token = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1).to(tl.int64)
+    d = tl.arange(0, D_PAD).to(tl.int64)
+    d_mask = d < HEAD_SIZE
+    w = token * wm_s0 + head * wm_s1
+    big_m = tl.load(segm_max_ptr + w)
+    big_l = tl.load(segm_expsum_ptr + w)
+    acc = tl.load(segm_output_ptr + token * wo_s0 + head * wo_s1 + d * wo_s3, mask=d_mask, other=0.0)
+    for c in range(1, num_splits):
+        m_c = tl.load(segm_max_ptr + w + c * wm_s2)
+        l_c = tl.load(segm_expsum_ptr + w + c * wm_s2)
+        o_c = tl.load(segm_output_ptr + token * wo_s0 + head * wo_s1 + c * wo_s2 + d * wo_s3, mask=d_mask, other=0.0)
+        m_new = tl.maximum(big_m, m_c)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no split so far saw a key
+        c_old = tl.exp(big_m - m_safe)
+        c_new = tl.exp(m_c - m_safe)
+        big_l = big_l * c_old + l_c * c_new
+        acc = acc * c_old + o_c * c_new
+        big_m = m_new
+    if USE_SINKS:  # the sink logit joins the denominator once, with no value
+        sink = tl.load(sinks_ptr + head * sk_s0).to(tl.float32)
+        m_new = tl.maximum(big_m, sink)
+        c_old = tl.exp(big_m - m_new)
+        big_l = big_l * c_old + tl.exp(sink - m_new)
+        acc = acc * c_old
+    denom = tl.where(big_l > 0.0, big_l, 1.0)
+    tl.store(out_ptr + token * o_s0 + head * o_s1 + d * o_s2, (acc * (v_scale / denom)).to(out_ptr.dtype.element_ty),
+             mask=d_mask)
+
+
+def _num_splits(max_context_len, partition_size):
+    return max(1, triton.cdiv(int(max_context_len), _partition_size(partition_size)))
+
+
+def _varlen_workspaces(*, query, max_context_len, partition_size, **_):
+    """Typed workspaces of triton_unified_attention_splitk: float32 partials per (query token, head, split)."""
+    n, h, d = (int(x) for x in query.shape)
+    splits = _num_splits(max_context_len, partition_size)
+    return [("segm_max", (n, h, splits), "float32"), ("segm_expsum", (n, h, splits), "float32"),
+            ("segm_output", (n, h, splits, d), "float32")]
+
+
+def _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
+                   k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
+                   softcap, sinks, alibi_slopes, split, workspaces):
+    for name, t, n in (("query", query, 3), ("out", out, 3), ("key_cache", key_cache, 4),
+                       ("value_cache", value_cache, 4), ("block_tables", block_tables, 2),
+                       ("context_lens", context_lens, 1)):
+        _check_dims(name, t, n)
+    num_tokens, num_heads, head_size = query.shape
+    num_blocks, bs, num_kv_heads, kv_head_size = key_cache.shape
+    block_size = int(block_size)
+    if bs != block_size or kv_head_size != head_size:
+        raise ValueError(f"key_cache: shape {tuple(key_cache.shape)}, expected [num_blocks, block_size = {block_size}, "
+                         f"num_kv_heads, head_size = {head_size}] (NHD)")
+    if tuple(value_cache.shape) != tuple(key_cache.shape):
+        raise ValueError(f"value_cache: shape {tuple(value_cache.shape)} differs from key_cache's "
+                         f"{tuple(key_cache.shape)}")
+    if tuple(out.shape) != tuple(query.shape):
+        raise ValueError(f"out: shape {tuple(out.shape)} differs from query's {tuple(query.shape)}")
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"query: num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+    for name, t in (("query", query), ("out", out), ("key_cache", key_cache), ("value_cache", value_cache)):
+        if t.dtype not in _SUPPORTED_DTYPES or t.dtype != query.dtype:
+            raise ValueError(f"{name}: dtype {t.dtype}; expected float16 or bfloat16, that of query ({query.dtype})")
+    num_seqs = block_tables.shape[0]
+    if query_start_loc is None:  # a direct decode call: one query token per sequence
+        query_start_loc = torch.arange(num_seqs + 1, dtype=torch.int32, device=query.device)
+        max_query_len = 1
+    if seq_lens is None:
+        seq_lens = context_lens
+    for name, t, n in (("query_start_loc", query_start_loc, num_seqs + 1), ("seq_lens", seq_lens, num_seqs)):
+        _check_dims(name, t, 1)
+        if t.dtype != torch.int32 or t.shape[0] != n:
+            raise ValueError(f"{name}: {t.dtype} {tuple(t.shape)}, expected int32 [{n}]")
+    if block_tables.dtype != torch.int32:
+        raise ValueError(f"block_tables: dtype {block_tables.dtype}, expected torch.int32")
+    if max_query_len is None:
+        max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max()) if num_seqs else 0
+    for name, t in (("sinks", sinks), ("alibi_slopes", alibi_slopes)):
+        if t is not None and (t.dim() != 1 or t.shape[0] != num_heads):
+            raise ValueError(f"{name}: shape {tuple(t.shape)}, expected [num_heads = {num_heads}]")
+    _check_gpu([("out", out), ("query", query), ("key_cache", key_cache), ("value_cache", value_cache),
+                ("block_tables", block_tables), ("query_start_loc", query_start_loc), ("seq_lens", seq_lens)] +
+               [(n, t) for n, t in (("sinks", sinks), ("alibi_slopes", alibi_slopes)) if t is not None])
+    if num_seqs == 0 or num_tokens == 0 or int(max_query_len) <= 0:
+        return
+
+    group = num_heads // num_kv_heads
+    g_pad = triton.next_power_of_2(group)
+    block_m = max(16, min(_VARLEN_MAX_ROWS, g_pad * triton.next_power_of_2(int(max_query_len))), g_pad)
+    block_q = block_m // g_pad
+    d_pad = max(16, triton.next_power_of_2(head_size))
+    tile_t = 64 if d_pad <= 64 else 32 if d_pad <= 128 else 16
+    part = _partition_size(partition_size)
+    num_splits = _num_splits(max_context_len, partition_size) if split else 1
+
+    if split:
+        want = {n: (shape, torch.float32) for n, shape, _ in _varlen_workspaces(
+            query=query, max_context_len=max_context_len, partition_size=partition_size)}
+        if not workspaces:  # a direct call: its own
+            workspaces = {n: torch.empty(shape, dtype=dt, device=out.device) for n, (shape, dt) in want.items()}
+        for n, (shape, dt) in want.items():
+            t = workspaces.get(n)
+            if t is None or tuple(t.shape) != tuple(shape) or t.dtype != dt:
+                raise ValueError(f"workspaces[{n!r}]: {None if t is None else (t.dtype, tuple(t.shape))}, "
+                                 f"expected {dt} {shape}")
+        _check_gpu([("out", out)] + [(f"workspaces[{n!r}]", workspaces[n]) for n in want])
+        seg_m, seg_l, seg_o = workspaces["segm_max"], workspaces["segm_expsum"], workspaces["segm_output"]
+    else:
+        seg_m = seg_l = seg_o = out  # unused
+    wm = seg_m.stride() if split else (0, 0, 0)
+    wo = seg_o.stride() if split else (0, 0, 0, 0)
+    if split and (seg_l.stride() != seg_m.stride()):
+        raise ValueError(f"workspaces['segm_expsum']: strides {seg_l.stride()} differ from segm_max's {seg_m.stride()}")
+    dummy = query_start_loc  # a pointer for absent sinks/alibi_slopes (never read)
+    grid = (triton.cdiv(int(max_query_len), block_q), num_seqs, num_kv_heads * num_splits)
+    with torch.cuda.device(out.device):
+        _varlen_attention_kernel[grid](
+            out, query, key_cache, value_cache, block_tables, seq_lens, query_start_loc,
+            sinks if sinks is not None else dummy, alibi_slopes if alibi_slopes is not None else dummy,
+            seg_m, seg_l, seg_o,
+            *out.stride(), *query.stride(), *key_cache.stride(), *value_cache.stride(),
+            block_tables.stride(0), block_tables.stride(1), seq_lens.stride(0), query_start_loc.stride(0),
+            sinks.stride(0) if sinks is not None else 0, alibi_slopes.stride(0) if alibi_slopes is not None else 0,
+            *wm, *wo,
+            group, num_splits, block_size, part, int(sliding_window or 0), float(scale) * float(k_scale),
+            float(v_scale), float(softcap or 0.0),
+            HEAD_SIZE=head_size, D_PAD=d_pad, BLOCK_Q=block_q, G_PAD=g_pad, TILE_T=tile_t, CAUSAL=bool(causal),
+            USE_SINKS=sinks is not None, USE_ALIBI=alibi_slopes is not None, USE_SOFTCAP=bool(softcap and softcap > 0),
+            SPLIT=bool(split), num_warps=4, num_stages=2,
+        )
+        if split:
+            _varlen_reduce_kernel[(num_tokens, num_heads)](
+                out, sinks if sinks is not None else dummy, seg_m, seg_l, seg_o,
+                *out.stride(), sinks.stride(0) if sinks is not None else 0, *wm, *wo, num_splits, float(v_scale),
+                HEAD_SIZE=head_size, D_PAD=d_pad, USE_SINKS=sinks is not None, num_warps=1 if d_pad <= 128 else 2,
+            )
+
+
+_VARLEN = dict(cache_format="flash", dtypes=("fp16", "bf16"), max_query_len=kvharness.ANY_QUERY_LEN,
+               modifiers=("sliding_window", "sinks", "softcap", "alibi", "non_causal"))
+
+
+@reader("triton_unified_attention", **_VARLEN,
+        description="Triton ragged (varlen) paged attention over NHD K and V: one program per (query block of a "
+                    "sequence, kv head), GQA group in one tile, online softmax in fp32; causal or not, every modifier")
+def triton_unified_attention(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                             max_context_len, scale, k_scale, v_scale, partition_size=0, query_start_loc=None,
+                             seq_lens=None, max_query_len=None, causal=True, sliding_window=0, softcap=0.0, sinks=None,
+                             alibi_slopes=None, **_):
+    """Writes out [num_query_tokens, num_heads, head_size] in place (provider.h's ragged semantics)."""
+    _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
+                   k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
+                   softcap, sinks, alibi_slopes, split=False, workspaces=None)
+
+
+@reader("triton_unified_attention_splitk", **_VARLEN, workspaces=_varlen_workspaces,
+        description="Triton ragged (varlen) paged attention over NHD K and V, split-K over partitions of "
+                    f"partition_size tokens ({DEFAULT_PARTITION_SIZE} by default) with typed float32 workspaces "
+                    "segm_max/segm_expsum/segm_output and a reduce kernel")
+def triton_unified_attention_splitk(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
+                                    max_context_len, scale, k_scale, v_scale, partition_size=0, query_start_loc=None,
+                                    seq_lens=None, max_query_len=None, causal=True, sliding_window=0, softcap=0.0,
+                                    sinks=None, alibi_slopes=None, workspaces=None, **_):
+    """As triton_unified_attention, in two passes through `workspaces` (the harness's, or its own)."""
+    _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
+                   k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
+                   softcap, sinks, alibi_slopes, split=True, workspaces=workspaces)

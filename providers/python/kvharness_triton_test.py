@@ -27,6 +27,16 @@ What each test detects:
                                    misses the last token of a P+1-token context
   test_reader_large_block_ids      readers with block ids > 65,535 and offsets past 2^31
   test_bad_arguments_raise         wrong shapes/dtypes/devices raise ValueError naming the argument
+  test_varlen_readers              triton_unified_attention(_splitk) on ragged batches (decode, speculative
+                                   steps, chunks of 40-300 tokens, whole-prompt prefill) over NHD caches:
+                                   causal on and off, sliding window, sinks, softcap, ALiBi, GQA 1..16,
+                                   block sizes 16/32/544, partitions that split chunks mid-tile, the typed
+                                   workspaces the harness would pass (NaN-filled, guarded) or the reader's own;
+                                   against a float64 reference, NaN-poisoned out and cache, sentinel borders
+  test_varlen_decode_call          the same readers called as a decode reader (no query_start_loc)
+  test_varlen_check_rejects_causal_off_by_one
+                                   known-bad for the varlen check: an output that lets each query token see
+                                   the next one (the reference with the causal mask off by one) is rejected
 """
 
 import math
@@ -481,6 +491,201 @@ def test_bad_arguments_raise():
 
 
 # --------------------------------------------------------------------------- #
+# Ragged (varlen) readers over NHD caches
+# --------------------------------------------------------------------------- #
+
+
+class NhdCaches:
+    """NHD K and V views [num_blocks, block_size, num_kv_heads, head_size] of one NaN-filled storage
+    with MARGIN sentinels, laid out as the harness's schemes (separate, interleaved, padded, offset)."""
+
+    def __init__(self, scheme, num_blocks, block_size, num_kv_heads, head_size, dtype):
+        page = block_size * num_kv_heads * head_size
+        k_off = 0
+        if scheme == "separate":
+            block_stride, v_off, total = page, num_blocks * page + 64, 2 * num_blocks * page + 64
+        elif scheme == "interleaved":
+            block_stride, v_off, total = 2 * page, page, num_blocks * 2 * page
+        elif scheme == "padded":
+            block_stride = 2 * page + max(64, page // 4)
+            v_off, total = page, num_blocks * block_stride
+        elif scheme == "offset":
+            k_off = 37 * 8
+            block_stride, v_off, total = page, k_off + num_blocks * page, k_off + 2 * num_blocks * page
+        else:
+            raise ValueError(scheme)
+        shape = (num_blocks, block_size, num_kv_heads, head_size)
+        strides = (block_stride, num_kv_heads * head_size, head_size, 1)
+        self.storage = torch.full((MARGIN + total + MARGIN,), float("nan"), dtype=dtype, device=DEVICE)
+        self.key_cache = self.storage.as_strided(shape, strides, MARGIN + k_off)
+        self.value_cache = self.storage.as_strided(shape, strides, MARGIN + v_off)
+
+
+def reference_varlen(query, seq_kv, starts, group, scale, causal, window=0, softcap=0.0, sinks=None, alibi=None,
+                     causal_shift=0):
+    """float64 ragged attention (provider.h): rows starts[s] .. starts[s+1] of query are the last tokens of
+    sequence s, whose K/V [L, kv_heads, head_size] are seq_kv[s]. causal_shift = 1: each token also sees the
+    next one (a known-bad reference for the check's self-test)."""
+    out = torch.zeros(query.shape, dtype=torch.float64, device=query.device)
+    for s, (k, v) in enumerate(seq_kv):
+        L, n_q = k.shape[0], starts[s + 1] - starts[s]
+        q = query[starts[s]:starts[s + 1]].double()                      # [n_q, H, D]
+        k = k.double().repeat_interleave(group, dim=1)                   # [L, H, D]
+        v = v.double().repeat_interleave(group, dim=1)
+        x = torch.einsum("qhd,thd->qht", q, k) * scale
+        if softcap > 0:
+            x = softcap * torch.tanh(x / softcap)
+        pos = L - n_q + torch.arange(n_q, device=q.device)
+        rel = (torch.arange(L, device=q.device)[None, :] - pos[:, None]).double()  # t - p, [n_q, L]
+        if alibi is not None:
+            x = x + alibi.double()[None, :, None] * rel[:, None, :]
+        hidden = torch.zeros(n_q, L, dtype=torch.bool, device=q.device)
+        if causal:
+            hidden |= rel > causal_shift
+        if window > 0:
+            hidden |= rel <= -window
+        x = x.masked_fill(hidden[:, None, :], float("-inf"))
+        if sinks is not None:
+            x = torch.cat([x, sinks.double()[None, :, None].expand(n_q, -1, 1)], dim=2)
+        p = torch.softmax(x, dim=2)[:, :, :L]
+        out[starts[s]:starts[s + 1]] = torch.einsum("qht,thd->qhd", p, v)
+    return out
+
+
+def varlen_case(fn, dtype_name, scheme, head_size, block_size, num_kv_heads, group, q_lens, ctx_before, causal, mods,
+                partition_size, harness_workspaces, seed=0, decode_call=False):
+    """Runs ragged reader `fn` once. Returns (ok, description, out, reference arguments)."""
+    dtype = _dtype(dtype_name)
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    num_heads = num_kv_heads * group
+    lens = [q + c for q, c in zip(q_lens, ctx_before)]
+    starts = [0]
+    for q in q_lens:
+        starts.append(starts[-1] + q)
+    T = starts[-1]
+    per_seq = [-(-L // block_size) for L in lens]
+    num_blocks = sum(per_seq) + 3  # blocks no sequence owns: NaN, never to be read
+    c = NhdCaches(scheme, num_blocks, block_size, num_kv_heads, head_size, dtype)
+    pool = torch.randperm(num_blocks, generator=gen, device=DEVICE)
+    tables = torch.full((len(lens), max(per_seq) + 1), int(pool[-1]), dtype=torch.int32, device=DEVICE)
+    seq_kv, at = [], 0
+    for s, L in enumerate(lens):
+        blocks = pool[at:at + per_seq[s]]
+        at += per_seq[s]
+        tables[s, :per_seq[s]] = blocks.to(torch.int32)
+        k = torch.randn(L, num_kv_heads, head_size, generator=gen, device=DEVICE).to(dtype)
+        v = torch.randn(L, num_kv_heads, head_size, generator=gen, device=DEVICE).to(dtype)
+        t = torch.arange(L, device=DEVICE)
+        c.key_cache[blocks[t // block_size].long(), t % block_size] = k
+        c.value_cache[blocks[t // block_size].long(), t % block_size] = v
+        seq_kv.append((k, v))
+    cache_before = c.storage.clone()
+    query, _, _ = fused_qkv(T, num_heads, num_kv_heads, head_size, dtype, gen)
+    out_buf = torch.full((T, num_heads + 1, head_size + 8), 7.0, dtype=dtype, device=DEVICE)
+    out = out_buf[:, :num_heads, :head_size]
+    out.fill_(float("nan"))
+    border = out_buf.clone()
+    border[:, :num_heads, :head_size] = 0
+    scale = 1.0 / math.sqrt(head_size)
+    sinks = (torch.rand(num_heads, generator=gen, device=DEVICE) * 6 - 2) if mods.get("sinks") else None
+    alibi = (torch.tensor([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)], device=DEVICE)
+             if mods.get("alibi") else None)
+    args = dict(query=query, key_cache=c.key_cache, value_cache=c.value_cache, block_tables=tables,
+                context_lens=torch.tensor(lens, dtype=torch.int32, device=DEVICE), block_size=block_size,
+                max_context_len=max(lens), scale=scale, k_scale=1.0, v_scale=1.0, partition_size=partition_size,
+                sliding_window=mods.get("window", 0), softcap=mods.get("softcap", 0.0), sinks=sinks,
+                alibi_slopes=alibi)
+    if not decode_call:
+        args.update(query_start_loc=torch.tensor(starts, dtype=torch.int32, device=DEVICE),
+                    seq_lens=torch.tensor(lens, dtype=torch.int32, device=DEVICE), max_query_len=max(q_lens),
+                    num_query_tokens=T, causal=causal)
+    guards = []
+    if harness_workspaces:  # as the harness passes them: dense, NaN-filled, guarded on both sides
+        ws = {}
+        for name, shape, dt in kt._varlen_workspaces(**args):
+            n = math.prod(shape)
+            buf = torch.full((n + 2 * MARGIN,), float("nan"), dtype=getattr(torch, dt), device=DEVICE)
+            buf[:MARGIN] = 5.0
+            buf[MARGIN + n:] = 5.0
+            ws[name] = buf[MARGIN:MARGIN + n].view(shape)
+            guards.append((name, buf, n))
+        args["workspaces"] = ws
+    fn(out=out, **args)
+    _sync()
+    problems = []
+    ref = reference_varlen(query, seq_kv, starts, group, scale, causal or decode_call, mods.get("window", 0),
+                           mods.get("softcap", 0.0), sinks, alibi)
+    ok, detail = close(out, ref, dtype_name)
+    if not ok:
+        problems.append(detail)
+    got_border = out_buf.clone()
+    got_border[:, :num_heads, :head_size] = 0
+    if not torch.equal(_bits(got_border), _bits(border)):
+        problems.append("wrote outside `out` (its sentinel border changed)")
+    if not torch.equal(_bits(c.storage), _bits(cache_before)):
+        problems.append("changed the cache storage")
+    for name, buf, n in guards:
+        if not bool((buf[:MARGIN] == 5.0).all() and (buf[MARGIN + n:] == 5.0).all()):
+            problems.append(f"wrote outside workspace {name}")
+    what = (f"{fn.__name__} {dtype_name} {scheme} head_size={head_size} block_size={block_size} "
+            f"kv_heads={num_kv_heads} gqa={group} q={q_lens} ctx_before={ctx_before} causal={causal} {mods or ''} "
+            f"partition_size={partition_size or 'default'}"
+            + (" workspaces=harness" if harness_workspaces else "") + (" decode call" if decode_call else ""))
+    return (not problems), (what if not problems else f"{what}: {'; '.join(problems)}"), out, (
+        query, seq_kv, starts, group, scale, causal, mods, sinks, alibi)
+
+
+_VARLEN_CASES = [  # (head_size, block_size, kv_heads, group, scheme, q_lens, ctx_before, partition_size, mods)
+    (128, 16, 2, 6, "interleaved", [1, 3, 9, 40, 1, 5], [0, 11, 30, 23, 600, 0], 0, {}),
+    (64, 32, 1, 8, "padded", [17, 1, 2, 64], [3, 513, 0, 100], 256, {"window": 128}),
+    (256, 16, 4, 1, "separate", [5, 1, 33], [300, 1299, 0], 433, {"sinks": True, "softcap": 5.0}),
+    (128, 544, 2, 4, "offset", [7, 100, 1], [1300, 0, 544], 512, {"alibi": True}),
+    (80, 16, 2, 2, "interleaved", [2, 1, 16], [40, 7, 1], 64,
+     {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True}),
+    (128, 16, 1, 16, "padded", [300], [200], 128, {"sinks": True, "window": 100}),
+]
+
+
+def _varlen_readers():
+    return [(kt.triton_unified_attention, False), (kt.triton_unified_attention_splitk, True),
+            (kt.triton_unified_attention_splitk, False)]
+
+
+def test_varlen_readers():
+    results = []
+    i = 0
+    for fn, harness_ws in _varlen_readers():
+        for hs, bs, kv, group, scheme, q_lens, ctx, psize, mods in _VARLEN_CASES:
+            for causal in (True, False):
+                dtype_name = ("fp16", "bf16")[i % 2]
+                ok, what, _, _ = varlen_case(fn, dtype_name, scheme, hs, bs, kv, group, q_lens, ctx, causal, mods,
+                                             psize, harness_ws, seed=200 + i)
+                results.append((ok, what))
+                i += 1
+    _report(results)
+
+
+def test_varlen_decode_call():
+    results = []
+    for fn, harness_ws in _varlen_readers()[:2]:
+        ok, what, _, _ = varlen_case(fn, "bf16", "interleaved", 128, 16, 2, 4, [1, 1, 1], [0, 512, 1299], True,
+                                     {"sinks": True}, 512, harness_ws, seed=3, decode_call=True)
+        results.append((ok, what))
+    _report(results)
+
+
+def test_varlen_check_rejects_causal_off_by_one():
+    results = []
+    for fn, harness_ws in _varlen_readers()[:2]:
+        ok, what, out, (query, seq_kv, starts, group, scale, causal, mods, sinks, alibi) = varlen_case(
+            fn, "fp16", "padded", 64, 16, 2, 2, [1, 4, 40], [3, 20, 0], True, {}, 0, harness_ws, seed=4)
+        results.append((ok, what))
+        bad = reference_varlen(query, seq_kv, starts, group, scale, True, causal_shift=1)
+        results.append((not close(out, bad, "fp16")[0], f"{fn.__name__}: the check rejects a causal mask off by one"))
+    _report(results)
+
+
+# --------------------------------------------------------------------------- #
 # Script mode
 # --------------------------------------------------------------------------- #
 
@@ -535,7 +740,8 @@ def bench():
 
 TESTS = [test_writers_all_layouts, test_fixture_fails_exactly_on_interleaved_and_padded,
          test_writers_more_than_65535_blocks, test_readers, test_reader_check_rejects_dropped_token,
-         test_reader_large_block_ids, test_bad_arguments_raise]
+         test_reader_large_block_ids, test_bad_arguments_raise, test_varlen_readers, test_varlen_decode_call,
+         test_varlen_check_rejects_causal_off_by_one]
 
 
 def main(argv):

@@ -22,7 +22,8 @@ import dataclasses
 import sys
 from typing import Callable, Optional, Sequence
 
-__all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES"]
+__all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES", "MODIFIERS",
+           "WORKSPACE_DTYPES", "ANY_QUERY_LEN", "READER_ARGS"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
 CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
@@ -35,7 +36,31 @@ CACHE_DTYPES = {"fp16": 1, "bf16": 2, "fp8_e4m3fn": 6, "fp8_e4m3fnuz": 7}
 #: fp8 scale granularity names -> kvh_scale_granularity (k_scales/v_scales shapes in provider.h).
 KV_SCALES = {"none": 0, "tensor": 1, "head": 2, "block": 3, "token": 4}
 #: Score modifiers a reader may declare (kvh_modifier bits of provider.h).
-MODIFIERS = {"sliding_window": 1, "sinks": 2, "softcap": 4, "alibi": 8}
+MODIFIERS = {"sliding_window": 1, "sinks": 2, "softcap": 4, "alibi": 8, "non_causal": 16}
+#: The score modifiers proper (what a reader's sliding_window/softcap/head_offset/sinks/alibi_slopes serve).
+SCORE_MODIFIERS = ("sliding_window", "sinks", "softcap", "alibi")
+#: Element types of typed workspaces (kvh_workspace_spec.dtype): names -> kvh_dtype. A declaration
+#: may also give the torch dtype (torch.float32) or its name with the "torch." prefix.
+WORKSPACE_DTYPES = {"float16": 1, "half": 1, "fp16": 1, "bfloat16": 2, "bf16": 2, "int64": 3, "long": 3,
+                    "float32": 4, "float": 4, "fp32": 4, "int32": 5, "int": 5}
+#: max_query_len for a reader with no limit on the query tokens per sequence (INT32_MAX).
+ANY_QUERY_LEN = 2 ** 31 - 1
+#: kvh_workspace_spec limits (provider.h): KVH_MAX_WORKSPACES entries, KVH_MAX_DIMS dims, names of
+#: at most 31 bytes (UTF-8; char name[32] holds the NUL), each dim at most 2^40 elements.
+MAX_WORKSPACES, MAX_DIMS, MAX_WORKSPACE_NAME, MAX_WORKSPACE_DIM = 8, 6, 31, 1 << 40
+#: The keyword arguments a reader may get (provider.h's kvh_attention_args, by its field names).
+#: A typed workspace may not take one of these names (workspaces are also passed by name).
+READER_ARGS = frozenset((
+    "out", "query", "key_cache", "value_cache", "block_tables", "context_lens", "block_size", "max_context_len",
+    "scale", "k_scale", "v_scale", "partition_size", "workspace", "cache_block_size",
+    "sliding_window", "softcap", "head_offset", "sinks", "alibi_slopes",
+    "kv_cache_dtype", "kv_scales", "k_scales", "v_scales",
+    "query_start_loc", "seq_lens", "max_query_len", "num_query_tokens", "causal", "k_scale_tensor",
+    "v_scale_tensor", "workspaces"))
+#: The kvharness 0.4 (ragged query) arguments: a reader gets them when it names them, or takes
+#: **kwargs and declares max_query_len > 1, "non_causal" or typed workspaces.
+RAGGED_ARGS = ("query_start_loc", "seq_lens", "max_query_len", "num_query_tokens", "causal", "k_scale_tensor",
+               "v_scale_tensor")
 
 ROLE_WRITER, ROLE_READER = 1, 2
 
@@ -59,6 +84,12 @@ class Kernel:
     kv_scales: Sequence[str] = ("none",)
     modifiers: Sequence[str] = ()  # score modifiers the reader applies (MODIFIERS keys)
     workspace_bytes: Optional[Callable[..., int]] = None
+    max_query_len: int = 1  # largest query tokens per sequence; 0 or 1: decode only
+    # Typed workspaces: a callable (keyword arguments as workspace_bytes gets) returning
+    # [(name, shape, dtype), ...], or such a list; None: none (see reader()).
+    workspaces: Optional[object] = None
+    # workspaces validated at registration when it is a list: [(name, kvh_dtype, shape), ...]
+    workspace_specs: Optional[list] = None
 
 
 #: Every kernel any imported module registered, in definition order.
@@ -99,10 +130,79 @@ def _register(fn, **fields):
         raise ValueError(f"kernel {name!r}: modifiers {fields.get('modifiers')!r}; expected a sequence of {sorted(MODIFIERS)}")
     if int(fields.get("max_gqa_ratio", 0)) < 0:
         raise ValueError(f"kernel {name!r}: max_gqa_ratio must be >= 0")
+    mql = fields.get("max_query_len", 1)
+    if isinstance(mql, bool) or not isinstance(mql, int) or not 0 <= mql <= ANY_QUERY_LEN:
+        raise ValueError(f"kernel {name!r}: max_query_len {mql!r}; expected an int in 0..{ANY_QUERY_LEN} "
+                         "(0 or 1: decode only; kvharness.ANY_QUERY_LEN: no limit)")
+    ws = fields.get("workspaces")
+    if ws is not None:
+        if fields.get("workspace_bytes") is not None:
+            raise ValueError(f"kernel {name!r}: declare workspace_bytes or workspaces, not both")
+        if not callable(ws):
+            fields["workspace_specs"] = workspace_specs(name, ws)
     fields["head_sizes"] = _int_tuple(fields.get("head_sizes"), "head_sizes", name)
     fields["block_sizes"] = _int_tuple(fields.get("block_sizes"), "block_sizes", name)
     _KERNELS.append(Kernel(fn=fn, module=_registering_module(), **fields))
     return fn
+
+
+def _dtype_code(dtype):
+    """kvh_dtype of a workspace dtype (a WORKSPACE_DTYPES name, "torch.NAME" or a torch dtype), else None."""
+    text = dtype if isinstance(dtype, str) else str(dtype) if type(dtype).__name__ == "dtype" else None
+    if text is None:
+        return None
+    return WORKSPACE_DTYPES.get(text[len("torch."):] if text.startswith("torch.") else text)
+
+
+def workspace_specs(kernel: str, declared) -> list:
+    """Checks a typed workspace declaration of reader `kernel`: a list of (name, shape, dtype)
+    (shape an int or a sequence of ints). Returns [(name, kvh_dtype, shape tuple), ...]; raises
+    ValueError/TypeError naming the reader and the entry for anything kvh_workspace_spec cannot
+    carry (provider.h): more than 8 entries, a name that is not a non-empty str of at most 31
+    UTF-8 bytes, repeated, or one of READER_ARGS, 0 or more than 6 dims, a negative dim (or one
+    over 2^40), a dtype that is not float16, bfloat16, float32, int32 or int64."""
+    where = f"reader {kernel!r}: workspaces"
+    if isinstance(declared, (str, bytes, dict)) or not isinstance(declared, (list, tuple)):
+        raise TypeError(f"{where}: expected a list of (name, shape, dtype), got {type(declared).__name__}")
+    if len(declared) > MAX_WORKSPACES:
+        raise ValueError(f"{where}: {len(declared)} entries, at most {MAX_WORKSPACES} (KVH_MAX_WORKSPACES)")
+    out, seen = [], set()
+    for i, entry in enumerate(declared):
+        at = f"{where} entry {i}"
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise TypeError(f"{at}: {entry!r}; expected a (name, shape, dtype) tuple")
+        wname, shape, dtype = entry
+        if not isinstance(wname, str) or not wname:
+            raise TypeError(f"{at}: name {wname!r}; expected a non-empty str")
+        at = f"{at} ({wname!r})"
+        if "\0" in wname:
+            raise ValueError(f"{at}: the name contains a NUL character")
+        if len(wname.encode("utf-8")) > MAX_WORKSPACE_NAME:
+            raise ValueError(f"{at}: name of {len(wname.encode('utf-8'))} bytes; at most {MAX_WORKSPACE_NAME} "
+                             "(kvh_workspace_spec.name holds 32 with the NUL)")
+        if wname in seen:
+            raise ValueError(f"{at}: the name is used twice")
+        if wname in READER_ARGS:
+            raise ValueError(f"{at}: the name is a reader argument; workspaces are also passed by name")
+        seen.add(wname)
+        dims = (shape,) if isinstance(shape, int) else shape
+        try:
+            dims = tuple(dims)
+        except TypeError:
+            raise TypeError(f"{at}: shape {shape!r}; expected an int or a sequence of ints") from None
+        if any(isinstance(n, bool) or not hasattr(n, "__index__") for n in dims):
+            raise TypeError(f"{at}: shape {shape!r}; expected ints")
+        dims = tuple(int(n.__index__()) for n in dims)
+        if not 1 <= len(dims) <= MAX_DIMS:
+            raise ValueError(f"{at}: shape {dims} has {len(dims)} dims; expected 1..{MAX_DIMS}")
+        if any(not 0 <= n <= MAX_WORKSPACE_DIM for n in dims):
+            raise ValueError(f"{at}: shape {dims}; every dim must be in 0..2^40 (no negative dims)")
+        code = _dtype_code(dtype)
+        if code is None:
+            raise ValueError(f"{at}: dtype {dtype!r}; expected float16, bfloat16, float32, int32 or int64 "
+                             "(a torch dtype or its name)")
+        out.append((wname, code, dims))
+    return out
 
 
 def _registering_module() -> str:
@@ -135,10 +235,11 @@ def writer(name: str, cache_format: str, fixture: bool = False, description: str
 def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None,
-           modifiers: Sequence[str] = (), cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
-    """Registers a decode-attention reader: fn(out, query, key_cache, value_cache, block_tables,
+           modifiers: Sequence[str] = (), cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",),
+           max_query_len: int = 1, workspaces=None):
+    """Registers an attention reader: fn(out, query, key_cache, value_cache, block_tables,
     context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace),
-    plus cache_block_size in kernel_pages cases only.
+    plus cache_block_size in kernel_pages cases only, plus the ragged-query arguments below.
 
     cache_format: "flash" (NHD: key_cache and value_cache [num_blocks, block_size,
     num_kv_heads, head_size]), "hnd" ([num_blocks, num_kv_heads, block_size,
@@ -160,6 +261,25 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     sinks and alibi_slopes (float32 [num_heads] tensors, or None = off) when it
     declares any modifier and its signature names them (a keyword a signature
     lacks is never passed; a reader that declares none never gets them).
+
+    Ragged queries (kvharness 0.4): max_query_len (default 1, decode only; ANY_QUERY_LEN: no
+    limit) is the largest number of query tokens per sequence the reader takes, and modifier
+    "non_causal" declares support for causal=False. query and out are then [num_query_tokens,
+    num_heads, head_size], sequence s owning rows query_start_loc[s] .. query_start_loc[s+1]
+    (provider.h gives the positions and masks). The reader gets, when its signature names them
+    (or it takes **kwargs and declares max_query_len > 1, "non_causal" or workspaces):
+    query_start_loc (int32 [num_seqs + 1], cu_seqlens_q), seq_lens (int32 [num_seqs]),
+    max_query_len (int), num_query_tokens (int), causal (bool), k_scale_tensor and
+    v_scale_tensor (float32 [1]). On a decode call they describe one token per sequence.
+
+    workspaces: typed workspaces instead of workspace_bytes: a list of (name, shape, dtype), or a
+    callable that gets the keyword arguments workspace_bytes would and returns one (shape an int
+    or a sequence of ints, dtype a torch dtype or a WORKSPACE_DTYPES name such as "float32"; at
+    most 8 entries, names of at most 31 bytes; a bad entry raises ValueError/TypeError naming
+    the reader and the entry: at import for a list, as a CRASH launch_error for a callable). The
+    harness allocates each one dense, NaN-filled (integers: 0x7FC0DEAD words), in guarded memory,
+    and the reader gets them as `workspaces`, a dict name -> tensor, and each by its own name
+    when its signature names that parameter.
     """
     def deco(fn):
         if workspace_bytes is not None and not callable(workspace_bytes):
@@ -168,5 +288,6 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
                          description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
                          block_sizes=block_sizes, max_gqa_ratio=int(max_gqa_ratio),
                          workspace_bytes=workspace_bytes, cache_dtypes=tuple(cache_dtypes),
-                         kv_scales=tuple(kv_scales), modifiers=tuple(modifiers))
+                         kv_scales=tuple(kv_scales), modifiers=tuple(modifiers), max_query_len=max_query_len,
+                         workspaces=workspaces)
     return deco

@@ -2,9 +2,17 @@
 
 load(spec, device_type, device_id) -> (Handle | None, error text | None)
 Handle.kernels: one dict per kernel for the C side; Handle.call(index, kwargs,
-stream) and Handle.workspace_bytes(index, kwargs) return None/an int on
-success and the error text (exception type, message, provider file:line) on
-failure: no Python exception crosses into C++.
+stream), Handle.workspace_bytes(index, kwargs) and Handle.workspaces(index,
+kwargs) return None / an int / a list of (name, kvh_dtype, shape) on success
+and the error text (exception type, message, provider file:line) on failure:
+no Python exception crosses into C++.
+
+Ragged-query arguments (kvharness 0.4) arrive from bridge.cpp as provider.h
+names them; query_start_loc, seq_lens, k_scale_tensor and v_scale_tensor are
+None when the harness did not fill them (an older harness, a decode call):
+_tensors then makes the decode values (one query token per sequence) for a
+reader that takes them. Typed workspaces arrive as `workspaces`, a list of
+capsules in declaration order; the reader gets a dict name -> tensor.
 """
 
 from __future__ import annotations
@@ -82,10 +90,11 @@ def _import_error(spec: str, e: BaseException) -> str:
     return f"import failed: {text}" + (f" ({where})" if where else "")
 
 
-def _describe(e: BaseException, kernel) -> str:
-    """'TYPE: message (file:line)': the last traceback frame inside the provider's file."""
+def _describe(e: BaseException, kernel, fn=None) -> str:
+    """'TYPE: message (file:line)': the last traceback frame inside the provider's file (that of `fn`,
+    default the kernel's function; else fn's def line)."""
     text = traceback.format_exception_only(type(e), e)[-1].strip()
-    code = getattr(kernel.fn, "__code__", None)
+    code = getattr(fn or kernel.fn, "__code__", None)
     home = os.path.abspath(code.co_filename) if code else None
     frames = traceback.extract_tb(e.__traceback__)
     mine = [f for f in frames if home and os.path.abspath(f.filename) == home]
@@ -96,6 +105,15 @@ def _describe(e: BaseException, kernel) -> str:
     else:
         where = "?"
     return f"{text} ({where})"
+
+
+def _named(fn):
+    """The keyword names fn's signature lists (not counting **kwargs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 def _accepted(fn):
@@ -109,6 +127,22 @@ def _accepted(fn):
     return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
+def _declares_ragged(k) -> bool:
+    """A reader written for kvharness 0.4's ragged calls: its **kwargs may get the new arguments."""
+    return k.max_query_len > 1 or "non_causal" in k.modifiers or k.workspaces is not None
+
+
+def _withheld(fn, k):
+    """Ragged-query argument names a **kwargs function must not get: a reader written before them may
+    forward **kwargs to a function with a fixed argument list (as the score modifiers, bridge.cpp)."""
+    if k.role != kvharness.ROLE_READER or _declares_ragged(k):
+        return frozenset()
+    return frozenset(set(kvharness.RAGGED_ARGS) - _named(fn))
+
+
+_TORCH_DTYPES = {1: "float16", 2: "bfloat16", 3: "int64", 4: "float32", 5: "int32"}
+
+
 class Handle:
     """The kernels one module registered, callable by index."""
 
@@ -117,7 +151,12 @@ class Handle:
         self._device_type = device_type
         self._device_id = device_id
         self._accepts = [_accepted(k.fn) for k in kernels]
-        self._ws_accepts = [_accepted(k.workspace_bytes) if k.workspace_bytes else None for k in kernels]
+        self._ws_fn = [k.workspace_bytes or (k.workspaces if callable(k.workspaces) else None) for k in kernels]
+        self._ws_accepts = [_accepted(f) if f else None for f in self._ws_fn]
+        self._withheld = [_withheld(k.fn, k) for k in kernels]
+        self._ws_withheld = [_withheld(f, k) if f else frozenset() for f, k in zip(self._ws_fn, kernels)]
+        self._ws_named = [_named(k.fn) if k.workspaces is not None else set() for k in kernels]
+        self._last_specs = [k.workspace_specs for k in kernels]  # the typed workspaces of the latest sizing
         self._streams = {}
         self.kernels = [
             dict(name=k.name, description=k.description, role=k.role,
@@ -128,16 +167,26 @@ class Handle:
                  cache_dtypes_mask=sum(1 << kvharness.CACHE_DTYPES[d] for d in k.cache_dtypes),
                  kv_scales_mask=sum(1 << kvharness.KV_SCALES[g] for g in k.kv_scales),
                  max_gqa_ratio=k.max_gqa_ratio, has_workspace=k.workspace_bytes is not None,
-                 modifiers_mask=sum(kvharness.MODIFIERS[m] for m in k.modifiers))
-            for k in kernels]
+                 modifiers_mask=sum(kvharness.MODIFIERS[m] for m in k.modifiers),
+                 # sliding_window, softcap, head_offset, sinks, alibi_slopes: for readers declaring a score modifier
+                 modifier_kwargs=any(m in kvharness.SCORE_MODIFIERS for m in k.modifiers),
+                 max_query_len=k.max_query_len, has_workspaces=k.workspaces is not None,
+                 # the ragged-query arguments: for readers that declare ragged support or name one of them
+                 ragged_kwargs=k.role == kvharness.ROLE_READER and (
+                     _declares_ragged(k) or bool(set(kvharness.RAGGED_ARGS) & (
+                         _named(k.fn) | (_named(self._ws_fn[i]) if self._ws_fn[i] else set())))))
+            for i, k in enumerate(kernels)]
 
-    def _tensors(self, kwargs, accepts):
+    def _tensors(self, kwargs, accepts, withheld=frozenset()):
         import torch
         out = {}
         for name, v in kwargs.items():
-            if accepts is not None and name not in accepts:
+            if (accepts is not None and name not in accepts) or name in withheld:
                 continue  # a field this function does not take (added to the ABI after it was written)
+            if name == "workspaces" and isinstance(v, list):
+                v = [torch.from_dlpack(c) if type(c).__name__ == "PyCapsule" else c for c in v]
             out[name] = torch.from_dlpack(v) if type(v).__name__ == "PyCapsule" else v
+        _decode_defaults(out, kwargs)
         # fp8 caches arrive as uint8 (see bridge.cpp dl_dtype): torch's float8 view where torch has the dtype.
         fp8 = {"fp8_e4m3fn": "float8_e4m3fn", "fp8_e4m3fnuz": "float8_e4m3fnuz"}.get(kwargs.get("kv_cache_dtype"))
         if fp8 and hasattr(torch, fp8):
@@ -163,7 +212,13 @@ class Handle:
     def call(self, index: int, kwargs: dict, stream: int):
         k = self._kernels[index]
         try:
-            args = self._tensors(kwargs, self._accepts[index])
+            accepts = self._accepts[index]
+            if k.workspaces is not None:
+                named = self._named_workspaces(index, kwargs)
+                kwargs = dict(kwargs, workspaces=named)
+                # Each also by its own name, to a reader that names that parameter.
+                kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
+            args = self._tensors(kwargs, accepts, self._withheld[index])
             with self._stream(stream):
                 k.fn(**args)
             return None
@@ -173,12 +228,80 @@ class Handle:
     def workspace_bytes(self, index: int, kwargs: dict):
         k = self._kernels[index]
         try:
-            n = k.workspace_bytes(**self._tensors(kwargs, self._ws_accepts[index]))
+            n = k.workspace_bytes(**self._tensors(kwargs, self._ws_accepts[index], self._ws_withheld[index]))
             if not isinstance(n, int):
                 return f"TypeError: workspace_bytes of {k.name} returned {type(n).__name__}, expected int"
             return n
         except BaseException as e:  # noqa: B902
-            return _describe(e, k)
+            return _describe(e, k, k.workspace_bytes)
+
+    def _declared_specs(self, index: int, kwargs: dict):
+        """The typed workspaces reader `index` declares for these arguments: [(name, kvh_dtype, shape), ...]."""
+        k = self._kernels[index]
+        if k.workspace_specs is not None:
+            return k.workspace_specs
+        declared = k.workspaces(**self._tensors(kwargs, self._ws_accepts[index], self._ws_withheld[index]))
+        return kvharness.workspace_specs(k.name, declared)
+
+    def workspaces(self, index: int, kwargs: dict):
+        """kvh_workspaces_fn: the reader's typed workspaces for `kwargs`, or the error text."""
+        k = self._kernels[index]
+        try:
+            specs = self._declared_specs(index, kwargs)
+            self._last_specs[index] = specs
+            return [(n, code, list(shape)) for n, code, shape in specs]
+        except BaseException as e:  # noqa: B902
+            return _describe(e, k, k.workspaces if callable(k.workspaces) else None)
+
+    def _named_workspaces(self, index: int, kwargs: dict) -> dict:
+        """name -> tensor of the typed workspaces the harness passed (a list, in declaration order).
+        The names are those of the latest sizing when its shapes and dtypes match what arrived, else
+        the declaration is asked again with the call's arguments."""
+        import torch
+        k = self._kernels[index]
+        arrived = [torch.from_dlpack(c) if type(c).__name__ == "PyCapsule" else c
+                   for c in (kwargs.get("workspaces") or [])]
+
+        def matches(specs):
+            return specs is not None and len(specs) == len(arrived) and all(
+                str(t.dtype) == "torch." + _TORCH_DTYPES[code] and tuple(t.shape) == tuple(shape)
+                for t, (_, code, shape) in zip(arrived, specs))
+        specs = self._last_specs[index]
+        if not matches(specs):
+            try:
+                specs = self._declared_specs(index, kwargs)
+            except BaseException as e:  # noqa: B902
+                raise RuntimeError(f"reader {k.name!r}: its workspaces declaration raised: "
+                                   f"{_describe(e, k, k.workspaces if callable(k.workspaces) else None)}") from None
+            if not matches(specs):
+                got = [(str(t.dtype)[6:], tuple(t.shape)) for t in arrived]
+                want = [(_TORCH_DTYPES[c], tuple(s)) for _, c, s in specs]
+                raise RuntimeError(f"reader {k.name!r}: declares typed workspaces {want}, the harness passed {got}"
+                                   + (" (a harness older than kvharness 0.4 passes none)" if not arrived else ""))
+        return {n: t for (n, _, _), t in zip(specs, arrived)}
+
+
+def _decode_defaults(out: dict, kwargs: dict):
+    """The ragged-query arguments the harness left unfilled (None), as a decode call has them:
+    query_start_loc = 0..num_seqs, seq_lens = context_lens, k_scale_tensor/v_scale_tensor = [k_scale]/[v_scale]."""
+    missing = [n for n in ("query_start_loc", "seq_lens", "k_scale_tensor", "v_scale_tensor")
+               if n in out and out[n] is None]
+    if not missing:
+        return
+    import torch
+
+    lens = out.get("context_lens", kwargs.get("context_lens"))  # a capsule is consumed once: out's tensor if there
+    if type(lens).__name__ == "PyCapsule":
+        lens = torch.from_dlpack(lens)
+    device = lens.device if lens is not None else None
+    for name in missing:
+        if name == "query_start_loc" and lens is not None:
+            out[name] = torch.arange(lens.shape[0] + 1, dtype=torch.int32, device=device)
+        elif name == "seq_lens":
+            out[name] = lens
+        elif name in ("k_scale_tensor", "v_scale_tensor"):
+            scale = kwargs.get(name[0] + "_scale", 1.0)
+            out[name] = torch.full((1,), float(scale), dtype=torch.float32, device=device)
 
 
 def load(spec: str, device_type: int, device_id: int):

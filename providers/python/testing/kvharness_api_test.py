@@ -23,6 +23,9 @@ import kvharness  # noqa: E402
 from kvharness import _bridge  # noqa: E402
 import kvharness_torch as kt  # noqa: E402
 
+sys.path.insert(0, HERE)
+import kvharness_planted  # noqa: E402
+
 
 def capsules(**kw):
     return {k: torch.utils.dlpack.to_dlpack(v) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
@@ -297,6 +300,403 @@ class TorchProvider(unittest.TestCase):
                     p = torch.softmax(k[:, kv] @ query[i, h].double() * d ** -0.5, 0)
                     ref = p @ v[:, kv]
                     torch.testing.assert_close(out[i, h].double(), ref, atol=2e-3, rtol=5e-3, msg=f"{fmt} {i} {h}")
+
+
+# ---- kvharness 0.4: ragged-query arguments, capabilities, typed workspaces ----
+
+
+def load_source(source):
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, f"kvh_tmp_{abs(hash(source))}.py")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(source))
+    h, err = _bridge.load(path, _bridge.DEVICE_CPU, 0)
+    assert err is None, err
+    return path, h, {k["name"]: i for i, k in enumerate(h.kernels)}
+
+
+def decode_kwargs(num_seqs=3, **extra):
+    """The keywords bridge.cpp passes a reader on a decode call (capsules), plus `extra`."""
+    kw = dict(out=torch.zeros(num_seqs, 4, 8), query=torch.zeros(num_seqs, 4, 8), key_cache=torch.zeros(2, 16, 1, 8),
+              value_cache=torch.zeros(2, 16, 1, 8), block_tables=torch.zeros(num_seqs, 1, dtype=torch.int32),
+              context_lens=torch.tensor([5, 1, 9][:num_seqs], dtype=torch.int32), block_size=16,
+              max_context_len=9, scale=0.5, k_scale=0.25, v_scale=2.0, partition_size=0, workspace=None)
+    kw.update(extra)
+    return capsules(**kw)
+
+
+RAGGED = dict(query_start_loc=torch.tensor([0, 2, 3, 7], dtype=torch.int32),
+              seq_lens=torch.tensor([5, 1, 9], dtype=torch.int32), max_query_len=4, num_query_tokens=7,
+              causal=False, k_scale_tensor=torch.tensor([0.25]), v_scale_tensor=torch.tensor([2.0]))
+
+
+class RaggedDeclarations(unittest.TestCase):
+    def test_max_query_len_and_non_causal_reach_the_bridge(self):
+        _, h, idx = load_source("""
+            import kvharness
+            @kvharness.reader("t_ragged", cache_format="flash", max_query_len=kvharness.ANY_QUERY_LEN,
+                              modifiers=("non_causal",))
+            def r(**kw):
+                pass
+            @kvharness.reader("t_chunk", cache_format="flash", max_query_len=64, modifiers=("sinks",))
+            def c(out, **kw):
+                pass
+            @kvharness.reader("t_decode", cache_format="flash")
+            def d(out, **kw):
+                pass
+            @kvharness.reader("t_names_causal", cache_format="flash")
+            def n(out, causal, **kw):
+                pass
+            """)
+        k = {name: h.kernels[i] for name, i in idx.items()}
+        self.assertEqual(k["t_ragged"]["max_query_len"], 2 ** 31 - 1)
+        self.assertEqual(k["t_ragged"]["modifiers_mask"], 16)  # KVH_MOD_NON_CAUSAL
+        self.assertFalse(k["t_ragged"]["modifier_kwargs"])     # non_causal is not a score modifier
+        self.assertEqual((k["t_chunk"]["max_query_len"], k["t_chunk"]["modifiers_mask"]), (64, 2))
+        self.assertTrue(k["t_chunk"]["modifier_kwargs"])
+        self.assertEqual(k["t_decode"]["max_query_len"], 1)
+        self.assertEqual([k[n]["ragged_kwargs"] for n in ("t_ragged", "t_chunk", "t_decode", "t_names_causal")],
+                         [True, True, False, True])
+
+    def test_bad_max_query_len_raises_at_import(self):
+        for bad in (-1, "8", True, 2 ** 31, 1.5):
+            with self.assertRaises(ValueError) as e:
+                kvharness.reader("t_bad_mql", cache_format="flash", max_query_len=bad)(lambda **kw: None)
+            self.assertIn("max_query_len", str(e.exception))
+
+
+class RaggedArguments(unittest.TestCase):
+    SOURCE = """
+        import kvharness
+        SEEN = {}
+        def fixed(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len,
+                  scale, k_scale, v_scale, partition_size, workspace):
+            SEEN["fixed"] = True
+        @kvharness.reader("t_old_forwarder", cache_format="flash")
+        def old(**kwargs):
+            fixed(**kwargs)  # written before kvharness 0.4: a new keyword would break it
+        @kvharness.reader("t_by_name", cache_format="flash")
+        def by_name(out, query_start_loc, seq_lens, causal, num_query_tokens, max_query_len, k_scale_tensor):
+            SEEN["by_name"] = dict(qsl=query_start_loc.tolist(), lens=seq_lens.tolist(), causal=causal,
+                                   n=num_query_tokens, mql=max_query_len, ks=k_scale_tensor.tolist())
+        @kvharness.reader("t_ragged_kwargs", cache_format="flash", max_query_len=16, modifiers=("non_causal",))
+        def ragged(**kwargs):
+            SEEN["ragged"] = sorted(kwargs)
+        """
+
+    @classmethod
+    def setUpClass(cls):  # once: a module name is loaded once per process
+        cls.path, cls.h, cls.idx = load_source(cls.SOURCE)
+        cls.mod = sys.modules[os.path.splitext(os.path.basename(cls.path))[0]]
+
+    def test_readers_that_do_not_name_them_never_see_them(self):
+        self.assertIsNone(self.h.call(self.idx["t_old_forwarder"], decode_kwargs(**RAGGED), 0))
+        self.assertTrue(self.mod.SEEN["fixed"])
+
+    def test_a_reader_takes_them_by_name(self):
+        self.assertIsNone(self.h.call(self.idx["t_by_name"], decode_kwargs(**RAGGED), 0))
+        self.assertEqual(self.mod.SEEN["by_name"], dict(qsl=[0, 2, 3, 7], lens=[5, 1, 9], causal=False, n=7, mql=4,
+                                                        ks=[0.25]))
+
+    def test_a_ragged_reader_gets_them_through_kwargs(self):
+        self.assertIsNone(self.h.call(self.idx["t_ragged_kwargs"], decode_kwargs(**RAGGED), 0))
+        self.assertTrue(set(kvharness.RAGGED_ARGS) <= set(self.mod.SEEN["ragged"]), self.mod.SEEN["ragged"])
+
+    def test_unfilled_fields_arrive_as_a_decode_call(self):
+        # bridge.cpp passes None for the tensors the harness did not fill (a decode call, an older harness).
+        unfilled = dict(query_start_loc=None, seq_lens=None, max_query_len=1, num_query_tokens=3, causal=True,
+                        k_scale_tensor=None, v_scale_tensor=None)
+        self.assertIsNone(self.h.call(self.idx["t_by_name"], decode_kwargs(**unfilled), 0))
+        self.assertEqual(self.mod.SEEN["by_name"], dict(qsl=[0, 1, 2, 3], lens=[5, 1, 9], causal=True, n=3, mql=1,
+                                                        ks=[0.25]))
+
+
+class TypedWorkspaces(unittest.TestCase):
+    SOURCE = """
+        import torch
+        import kvharness
+        SEEN = {}
+        def specs(query, num_query_tokens, max_context_len, partition_size, **kw):
+            splits = -(-max_context_len // (partition_size or 4))
+            n, h, d = query.shape
+            return [("segm_max", (n, h, splits), torch.float32), ("segm_expsum", [n, h, splits], "float32"),
+                    ("segm_output", (n, h, splits, d), "torch.bfloat16"), ("counts", n, torch.int32)]
+        @kvharness.reader("t_typed", cache_format="flash", max_query_len=64, workspaces=specs)
+        def typed(out, workspaces, segm_output, **kw):
+            SEEN["typed"] = {n: (str(t.dtype), tuple(t.shape)) for n, t in workspaces.items()}
+            SEEN["by_name"] = segm_output is workspaces["segm_output"]
+            workspaces["counts"].fill_(7)
+        @kvharness.reader("t_static", cache_format="flash", workspaces=[("scratch", (2, 3), "int64")])
+        def static(workspaces):
+            SEEN["static"] = {n: tuple(t.shape) for n, t in workspaces.items()}
+        def bad_dtype(query, **kw):
+            return [("ok", 4, "float32"), ("segm_max", (query.shape[0], 2), "float8")]
+        @kvharness.reader("t_bad_dtype", cache_format="flash", workspaces=bad_dtype)
+        def r1(**kw):
+            pass
+        @kvharness.reader("t_raises", cache_format="flash", workspaces=lambda query, **kw: 1 // 0)
+        def r2(**kw):
+            pass
+        """
+
+    @classmethod
+    def setUpClass(cls):  # once: a module name is loaded once per process
+        cls.path, cls.h, cls.idx = load_source(cls.SOURCE)
+        cls.mod = sys.modules[os.path.splitext(os.path.basename(cls.path))[0]]
+
+    def test_declarations_become_kvh_workspace_specs(self):
+        self.assertTrue(self.h.kernels[self.idx["t_typed"]]["has_workspaces"])
+        self.assertFalse(self.h.kernels[self.idx["t_typed"]]["has_workspace"])
+        specs = self.h.workspaces(self.idx["t_typed"], decode_kwargs(**RAGGED))
+        # query [3, 4, 8], max_context_len 9, partition 4: 3 splits; kvh_dtype f32 4, bf16 2, i32 5
+        self.assertEqual(specs, [("segm_max", 4, [3, 4, 3]), ("segm_expsum", 4, [3, 4, 3]),
+                                 ("segm_output", 2, [3, 4, 3, 8]), ("counts", 5, [3])])
+        self.assertEqual(self.h.workspaces(self.idx["t_static"], decode_kwargs()), [("scratch", 3, [2, 3])])
+
+    def test_the_reader_gets_them_as_a_dict_and_by_name(self):
+        i = self.idx["t_typed"]
+        self.h.workspaces(i, decode_kwargs(**RAGGED))
+        counts = torch.zeros(3, dtype=torch.int32)
+        ws = [torch.full((3, 4, 3), float("nan")), torch.full((3, 4, 3), float("nan")),
+              torch.zeros(3, 4, 3, 8, dtype=torch.bfloat16), counts]
+        kw = decode_kwargs(**RAGGED)
+        kw["workspaces"] = [torch.utils.dlpack.to_dlpack(t) for t in ws]
+        self.assertIsNone(self.h.call(i, kw, 0))
+        self.assertEqual(self.mod.SEEN["typed"], {
+            "segm_max": ("torch.float32", (3, 4, 3)), "segm_expsum": ("torch.float32", (3, 4, 3)),
+            "segm_output": ("torch.bfloat16", (3, 4, 3, 8)), "counts": ("torch.int32", (3,))})
+        self.assertTrue(self.mod.SEEN["by_name"])
+        self.assertEqual(counts.tolist(), [7, 7, 7])  # in place, on the harness's buffer
+
+    def test_names_follow_the_call_when_another_sizing_came_last(self):
+        i = self.idx["t_typed"]
+        self.h.workspaces(i, decode_kwargs(partition_size=1))  # the latest sizing had 9 splits
+        ws = [torch.zeros(3, 4, 3), torch.zeros(3, 4, 3), torch.zeros(3, 4, 3, 8, dtype=torch.bfloat16),
+              torch.zeros(3, dtype=torch.int32)]
+        kw = decode_kwargs(**RAGGED)
+        kw["workspaces"] = [torch.utils.dlpack.to_dlpack(t) for t in ws]
+        self.assertIsNone(self.h.call(i, kw, 0))
+        self.assertEqual(sorted(self.mod.SEEN["typed"]), ["counts", "segm_expsum", "segm_max", "segm_output"])
+
+    def test_workspaces_that_do_not_match_the_declaration_are_an_error(self):
+        i = self.idx["t_typed"]
+        kw = decode_kwargs(**RAGGED)
+        kw["workspaces"] = []  # a harness older than 0.4 passes none
+        msg = self.h.call(i, kw, 0)
+        self.assertIn("RuntimeError: reader 't_typed': declares typed workspaces", msg)
+        self.assertIn("harness older than kvharness 0.4", msg)
+
+    def test_a_bad_declaration_names_the_reader_and_the_entry(self):
+        msg = self.h.workspaces(self.idx["t_bad_dtype"], decode_kwargs())
+        self.assertIsInstance(msg, str)
+        self.assertIn("ValueError: reader 't_bad_dtype': workspaces entry 1 ('segm_max'): dtype 'float8'", msg)
+        self.assertTrue(msg.endswith(f"{self.path}:{self.line('def bad_dtype')})"), msg)  # the declaration
+        msg = self.h.workspaces(self.idx["t_raises"], decode_kwargs())
+        self.assertIn("ZeroDivisionError", msg)
+
+    def line(self, text):
+        with open(self.path) as f:
+            return next(n for n, line in enumerate(f, 1) if text in line)
+
+    def test_bad_static_declarations_raise_at_import(self):
+        long = "x" * 32
+        for ws, text in (
+                ([("a", (4,), "float8")], "entry 0 ('a'): dtype 'float8'"),
+                ([("a", (4,), "float32"), ("b", (2, -1), "float32")], "entry 1 ('b'): shape (2, -1)"),
+                ([("w%d" % i, 1, "float32") for i in range(9)], "9 entries, at most 8"),
+                ([(long, 1, "float32")], "name of 32 bytes; at most 31"),
+                ([("é" * 16, 1, "float32")], "name of 32 bytes"),             # UTF-8 bytes, not characters
+                ([("a", (), "float32")], "0 dims"),
+                ([("a", (1,) * 7, "float32")], "7 dims"),
+                ([("a", 1, "float32"), ("a", 2, "int32")], "entry 1 ('a'): the name is used twice"),
+                ([("out", 1, "float32")], "the name is a reader argument"),
+                ([("a", (2.0,), "float32")], "expected ints"),
+                ([("a", 1)], "expected a (name, shape, dtype)"),
+                ([("", 1, "float32")], "non-empty str"),
+                ("segm_max", "expected a list"),
+                (42, "expected a list")):
+            with self.assertRaises((ValueError, TypeError), msg=text) as e:
+                kvharness.reader("t_bad_ws", cache_format="flash", workspaces=ws)(lambda **kw: None)
+            self.assertIn("reader 't_bad_ws': workspaces", str(e.exception))
+            self.assertIn(text, str(e.exception))
+        self.assertEqual(kvharness.workspace_specs("t", [("x" * 31, (0, 5), torch.int64)]), [("x" * 31, 3, (0, 5))])
+        with self.assertRaises(ValueError) as e:
+            kvharness.reader("t_both", cache_format="flash", workspace_bytes=lambda **kw: 1,
+                             workspaces=[("a", 1, "float32")])(lambda **kw: None)
+        self.assertIn("not both", str(e.exception))
+
+
+class TritonModule(unittest.TestCase):
+    def test_without_triton_the_import_fails_naming_it_and_registers_nothing(self):
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            self.skipTest("triton is installed")
+        n = len(kvharness._KERNELS)
+        with self.assertRaises(ImportError) as e:
+            import kvharness_triton  # noqa: F401
+        self.assertEqual(e.exception.name, "triton")
+        self.assertEqual(len(kvharness._KERNELS), n)
+
+
+# ---- torch_unified_attention_* against a float64 brute force on ragged batches ----
+
+
+def brute_force(query, seqs, starts, scale, causal, window=0, softcap=0.0, sinks=None, alibi=None, group=1):
+    """float64, one query token, one head and one key at a time, from provider.h's definition.
+    seqs[s] = (K, V) [L_s, num_kv_heads, head_size]; query rows starts[s] .. starts[s + 1]."""
+    out = torch.zeros(query.shape, dtype=torch.float64)
+    for s, (k, v) in enumerate(seqs):
+        L, n_q = k.shape[0], starts[s + 1] - starts[s]
+        k, v = k.double(), v.double()
+        for j in range(n_q):
+            row = starts[s] + j
+            p = L - n_q + j
+            seen = [t for t in range(L) if (not causal or t <= p) and (window == 0 or t > p - window)]
+            for h in range(query.shape[1]):
+                kv = h // group
+                logits = []
+                for t in seen:
+                    x = float(k[t, kv] @ query[row, h].double()) * scale
+                    if softcap > 0:
+                        x = softcap * math.tanh(x / softcap)
+                    if alibi is not None:
+                        x += float(alibi[h]) * (t - p)
+                    logits.append(x)
+                top = max(logits + ([float(sinks[h])] if sinks is not None else []))
+                w = [math.exp(x - top) for x in logits]
+                denom = sum(w) + (math.exp(float(sinks[h]) - top) if sinks is not None else 0.0)
+                out[row, h] = sum(wt * v[t, kv] for wt, t in zip(w, seen)) / denom
+    return out
+
+
+class RaggedTorchReaders(unittest.TestCase):
+    NH, NKV, D, BS, NB = 12, 2, 16, 16, 24  # GQA 6:1 over 2 kv heads
+    Q_LENS = [1, 3, 9, 40, 1, 5, 2, 7]      # a chunk of 40 among speculative/decode steps
+    CTX = [0, 11, 30, 23, 64, 0, 17, 2]     # tokens before the new ones (0: the whole sequence is new)
+
+    @classmethod
+    def setUpClass(cls):
+        g = torch.Generator().manual_seed(7)
+        cls.lens = [q + c for q, c in zip(cls.Q_LENS, cls.CTX)]
+        cls.starts = [0]
+        for q in cls.Q_LENS:
+            cls.starts.append(cls.starts[-1] + q)
+        T = cls.starts[-1]
+        cls.seqs = [(torch.randn(L, cls.NKV, cls.D, generator=g).half(),
+                     torch.randn(L, cls.NKV, cls.D, generator=g).half()) for L in cls.lens]
+        fused = torch.randn(T, (cls.NH + 2) * cls.D + 8, generator=g).half()  # a view of a fused QKV buffer
+        cls.query = fused[:, :cls.NH * cls.D].view(T, cls.NH, cls.D)
+        blocks = [-(-L // cls.BS) for L in cls.lens]
+        ids = torch.randperm(cls.NB - 1, generator=g)[:sum(blocks)] + 1
+        cls.tables = torch.zeros(len(cls.lens), max(blocks) + 1, dtype=torch.int32)  # + a padding column
+        slots, at = [], 0
+        for s, L in enumerate(cls.lens):
+            cls.tables[s, :blocks[s]] = ids[at:at + blocks[s]].int()
+            at += blocks[s]
+            slots += [int(cls.tables[s, t // cls.BS]) * cls.BS + t % cls.BS for t in range(L)]
+        cls.slots = torch.tensor(slots)
+        cls.sinks = torch.rand(cls.NH, generator=g) * 3 - 1
+        cls.alibi = torch.tensor([2.0 ** (-8.0 * (h + 1) / cls.NH) for h in range(cls.NH)])
+        cls.refs = {}
+
+    def caches(self, fmt):
+        page = (self.BS, self.NKV, self.D) if fmt == "flash" else (self.NKV, self.BS, self.D)
+        _, kc, vc = interleaved(self.NB, page, page)
+        write = kt.reshape_and_cache_flash if fmt == "flash" else kt.reshape_and_cache_flash_hnd
+        write(torch.cat([k for k, _ in self.seqs]), torch.cat([v for _, v in self.seqs]), kc, vc, self.slots, self.BS)
+        return kc, vc
+
+    def args(self, kc, vc, causal, mods, q_lens=None):
+        starts = self.starts
+        return dict(query=self.query, key_cache=kc, value_cache=vc, block_tables=self.tables,
+                    context_lens=torch.tensor(self.lens, dtype=torch.int32), block_size=self.BS,
+                    max_context_len=max(self.lens), scale=self.D ** -0.5, k_scale=1.0, v_scale=1.0, partition_size=0,
+                    workspace=None, query_start_loc=torch.tensor(starts, dtype=torch.int32),
+                    seq_lens=torch.tensor(self.lens, dtype=torch.int32), max_query_len=max(self.Q_LENS),
+                    num_query_tokens=starts[-1], causal=causal, sliding_window=mods.get("window", 0),
+                    softcap=mods.get("softcap", 0.0), head_offset=0,
+                    sinks=self.sinks if mods.get("sinks") else None,
+                    alibi_slopes=self.alibi if mods.get("alibi") else None)
+
+    def reference(self, causal, mods):
+        key = (causal, tuple(sorted(mods.items())))
+        if key not in self.refs:
+            self.refs[key] = brute_force(self.query, self.seqs, self.starts, self.D ** -0.5, causal,
+                                         window=mods.get("window", 0), softcap=mods.get("softcap", 0.0),
+                                         sinks=self.sinks if mods.get("sinks") else None,
+                                         alibi=self.alibi if mods.get("alibi") else None, group=self.NH // self.NKV)
+        return self.refs[key]
+
+    def run_reader(self, fn, fmt, causal, mods):
+        kc, vc = self.caches(fmt)
+        out_buf = torch.full((self.starts[-1], self.NH + 1, self.D), float("nan")).half()
+        out = out_buf[:, 1:]  # strided, offset
+        fn(out=out, **self.args(kc, vc, causal, mods))
+        self.assertTrue(torch.isnan(out_buf[:, 0]).all(), "wrote outside out")
+        return out
+
+    def mismatches(self, out, ref):
+        """(token, head) pairs off tolerance (the harness's fp16 bound, |d| <= 2e-3 + 5e-3 |ref|)."""
+        bad = ~((out.double() - ref).abs() <= 2e-3 + 5e-3 * ref.abs())
+        return sorted({(int(t), int(h)) for t, h, _ in bad.nonzero().tolist()})
+
+    MODS = ({}, {"window": 7}, {"alibi": True}, {"softcap": 2.0}, {"sinks": True},
+            {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True})
+
+    def test_long_chunks_are_scored_a_few_rows_at_a_time(self):
+        from unittest import mock
+        mods = {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True}
+        with mock.patch.object(kt, "_SCORE_ELEMENTS", 1000):  # 1 row of the 40-token chunk at a time
+            out = self.run_reader(kt.unified_attention_nhd, "flash", True, mods)
+        self.assertEqual(self.mismatches(out, self.reference(True, mods)), [])
+
+    def test_nhd_and_hnd_match_the_brute_force(self):
+        for fmt, fn in (("flash", kt.unified_attention_nhd), ("hnd", kt.unified_attention_hnd)):
+            for causal in (True, False):
+                for mods in self.MODS:
+                    with self.subTest(fmt=fmt, causal=causal, **mods):
+                        out = self.run_reader(fn, fmt, causal, mods)
+                        self.assertEqual(self.mismatches(out, self.reference(causal, mods)), [])
+
+    def test_through_the_bridge_with_capsules(self):
+        h, err = _bridge.load("kvharness_torch", _bridge.DEVICE_CPU, 0)
+        self.assertIsNone(err)
+        names = [k["name"] for k in h.kernels]
+        i = names.index("torch_unified_attention_nhd")
+        self.assertEqual(h.kernels[i]["max_query_len"], kvharness.ANY_QUERY_LEN)
+        self.assertEqual(h.kernels[i]["modifiers_mask"], 1 | 2 | 4 | 8 | 16)
+        self.assertEqual(h.kernels[names.index("torch_paged_attention_nhd")]["max_query_len"], 1)  # decode only
+        kc, vc = self.caches("flash")
+        mods = {"window": 5, "alibi": True, "softcap": 3.0, "sinks": True}
+        out = torch.full((self.starts[-1], self.NH, self.D), float("nan")).half()
+        self.assertIsNone(h.call(i, capsules(out=out, **self.args(kc, vc, True, mods)), 0))
+        self.assertEqual(self.mismatches(out, self.reference(True, mods)), [])
+
+    def test_a_decode_call_without_the_ragged_arguments(self):
+        # What a harness before 0.4 passes: one token per sequence, no query_start_loc/seq_lens.
+        kc, vc = self.caches("flash")
+        last = [s - 1 for s in self.starts[1:]]
+        query = self.query[last]
+        args = self.args(kc, vc, True, {})
+        for k in ("query_start_loc", "seq_lens", "causal", "max_query_len", "num_query_tokens"):
+            del args[k]
+        args["query"] = query
+        out = torch.full(query.shape, float("nan")).half()
+        kt.unified_attention_nhd(out=out, **args)
+        ref = self.reference(True, {})[last]
+        self.assertEqual(self.mismatches(out, ref), [])
+
+    def test_the_check_catches_a_causal_mask_off_by_one(self):
+        planted = kvharness_planted.ragged_causal_off_by_one
+        bad = self.mismatches(self.run_reader(planted, "flash", True, {}), self.reference(True, {}))
+        # Wrong on every token of a causal chunk but the last of each sequence, right everywhere else.
+        wrong_tokens = {t for t, _ in bad}
+        expect = {self.starts[s] + j for s, q in enumerate(self.Q_LENS) for j in range(q - 1)}
+        self.assertEqual(wrong_tokens, expect)
+        self.assertEqual(self.mismatches(self.run_reader(planted, "flash", False, {}), self.reference(False, {})), [])
 
 
 if __name__ == "__main__":

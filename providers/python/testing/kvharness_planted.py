@@ -4,6 +4,7 @@ shows that a failure in Python reaches the report as it should. Lines marked
 
 import torch
 
+import kvharness
 from kvharness import reader, writer
 
 import kvharness_torch
@@ -64,3 +65,24 @@ def checks_workspace(workspace, query, max_context_len, **kwargs):
                              f"want uint8 ({want},)")
     workspace.fill_(0)  # in place on the harness's workspace buffer
     kvharness_torch.paged_attention_v1(query=query, max_context_len=max_context_len, workspace=workspace, **kwargs)
+
+
+def _masked_causal_off_by_one(rel, causal, sliding_window):
+    masked = kvharness_torch._masked(rel, False, sliding_window)
+    if causal:
+        masked |= rel > 1  # PLANTED: causal mask off by one (each query token sees the next one)
+    return masked
+
+
+@reader("planted_torch_ragged_causal_off_by_one", cache_format="flash", fixture=True,
+        max_query_len=kvharness.ANY_QUERY_LEN, modifiers=("sliding_window", "sinks", "softcap", "alibi", "non_causal"),
+        description="PLANTED: torch_unified_attention_nhd whose causal mask lets each query token see the next "
+                    "token of its chunk (right on decode, wrong on every causal chunk of 2+ tokens)")
+def ragged_causal_off_by_one(out, query, key_cache, value_cache, block_tables, context_lens, block_size, scale,
+                             k_scale, v_scale, query_start_loc=None, seq_lens=None, causal=True, sliding_window=0,
+                             softcap=0.0, sinks=None, alibi_slopes=None, **_):
+    qsl, lens = kvharness_torch._ragged_args(query, context_lens, query_start_loc, seq_lens)
+    kvharness_torch._attend_ragged(out, query, block_tables, block_size, scale, k_scale, v_scale, key_cache.shape[2],
+                                   lambda blk, off: key_cache[blk, off], lambda blk, off: value_cache[blk, off],
+                                   qsl, lens, causal, sliding_window, softcap, sinks, alibi_slopes,
+                                   masked_fn=_masked_causal_off_by_one)

@@ -3,6 +3,7 @@ that cases/triton.toml is checked on the CPU: its names resolve, its formats
 match, and its expectations (the fixture fails on interleaved and padded
 caches only, everything else passes) hold for correct kernels."""
 
+import kvharness
 from kvharness import reader, writer
 
 import kvharness_torch as kt
@@ -13,3 +14,21 @@ writer("triton_fixture_shuffle_contiguous", cache_format="shuffle", fixture=True
        description="stand-in")(kt.fixture_shuffle_contiguous)
 reader("triton_paged_attention_v1", cache_format="pa_v1", description="stand-in")(kt.paged_attention_v1)
 reader("triton_paged_attention_shuffle", cache_format="shuffle", description="stand-in")(kt.paged_attention_shuffle)
+reader("triton_unified_attention", cache_format="flash", max_query_len=kvharness.ANY_QUERY_LEN,
+       modifiers=("sliding_window", "sinks", "softcap", "alibi", "non_causal"),
+       description="stand-in")(kt.unified_attention_nhd)
+
+
+def _splitk_workspaces(query, max_context_len, partition_size, **_):
+    """As kvharness_triton._varlen_workspaces (which needs triton)."""
+    n, h, d = query.shape
+    splits = max(1, -(-int(max_context_len) // (int(partition_size) or 512)))
+    return [("segm_max", (n, h, splits), "float32"), ("segm_expsum", (n, h, splits), "float32"),
+            ("segm_output", (n, h, splits, d), "float32")]
+
+
+@reader("triton_unified_attention_splitk", cache_format="flash", max_query_len=kvharness.ANY_QUERY_LEN,
+        modifiers=("sliding_window", "sinks", "softcap", "alibi", "non_causal"), workspaces=_splitk_workspaces,
+        description="stand-in")
+def unified_attention_splitk(workspaces, **kwargs):
+    kt.unified_attention_nhd(**kwargs)
