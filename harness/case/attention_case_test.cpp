@@ -2,6 +2,7 @@
 // experiment in miniature, misroutes, planted readers, and no false alarms.
 #include "case/attention_case.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -112,6 +113,34 @@ TEST(DecodeCase, AReaderOutsideItsCapabilitiesChosenByHandIsUnsupported) {
   EXPECT_NE(r.v.detail.find("head_size 128 only"), std::string::npos) << r.v.detail;
   Case bad = variant(decode_case(CaseKind::Pipeline, 128, 2), "reshape_and_cache", "paged_attention_rocm", "");
   EXPECT_EQ(run_decode_case(bad, reg, {}).v.status, Status::Unsupported) << "pa_v1 writer with a shuffle reader";
+}
+
+// Ragged queries (issue 20): a decode-only reader named by hand is UNSUPPORTED, picked by a
+// router misroute (the aiter policies route decode steps); the unified readers and pa_fwd_asm's
+// multi-token mode (q <= 4) pass, the sequences' query lengths recorded.
+TEST(DecodeCase, DecodeOnlyReadersOnRaggedCasesAreUnsupportedOrMisrouted) {
+  Registry reg;
+  Case ragged = decode_case(CaseKind::Attention, 128, 4);
+  ragged.query_len_min = 2, ragged.query_len_max = 4;
+  const CaseResult named = run_decode_case(variant(ragged, "", "paged_attention_rocm", ""), reg, {});
+  EXPECT_EQ(named.v.status, Status::Unsupported);
+  EXPECT_NE(named.v.detail.find("decode-only reader (max_query_len 1); this case has up to 4 query tokens"),
+            std::string::npos) << named.v.detail;
+  const CaseResult routed = run_decode_case(variant(ragged, "", "", "aiter-v0.1.12"), reg, {});
+  EXPECT_EQ(routed.v.status, Status::Fail);
+  EXPECT_EQ(routed.v.reason, "misroute") << routed.v.detail;
+  EXPECT_NE(routed.v.detail.find("decode-only reader"), std::string::npos) << routed.v.detail;
+  for (const char* reader : {"pa_fwd_asm", "unified_attention_2d", "unified_attention_3d"}) {
+    Case c = variant(ragged, "", reader, "");
+    if (std::string(reader) != "pa_fwd_asm") c.layout = Scheme::KvFirst;
+    const CaseResult r = run_decode_case(c, reg, {});
+    EXPECT_EQ(r.v.status, Status::Pass) << reader << ": " << r.v.detail;
+    ASSERT_EQ(r.query_lens.size(), 4u) << reader;
+    EXPECT_NE(std::find(r.query_lens.begin(), r.query_lens.end(), 2), r.query_lens.end());
+    EXPECT_NE(std::find(r.query_lens.begin(), r.query_lens.end(), 4), r.query_lens.end());
+  }
+  ragged.query_len_max = 5;  // pa_fwd_asm's limit is 4
+  EXPECT_EQ(run_decode_case(variant(ragged, "", "pa_fwd_asm", ""), reg, {}).v.status, Status::Unsupported);
 }
 
 Registry with_planted_readers() {
