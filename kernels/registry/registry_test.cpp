@@ -274,6 +274,81 @@ TEST(RegistryAbi2, AFailedOpenIsAProviderLoadErrorWithTheProvidersMessage) {
   }
 }
 
+// ---- ragged queries (kvharness 0.4) ----
+
+int no_attention(void*, const kvh_attention_args*, void*) { return 0; }
+int two_workspaces(void*, const kvh_attention_args*, kvh_workspace_spec* specs, int32_t max, int32_t* count) {
+  if (max < 2) return KVH_RAISED;
+  specs[0] = kvh_workspace_spec{KVH_DT_F32, 2, {3, 5}, "segm_max"};
+  specs[1] = kvh_workspace_spec{KVH_DT_I32, 1, {7}, "counts"};
+  *count = 2;
+  return 0;
+}
+int bad_workspace(void*, const kvh_attention_args*, kvh_workspace_spec* specs, int32_t, int32_t* count) {
+  specs[0] = kvh_workspace_spec{KVH_DT_F32, 0, {}, "flat"};  // ndim 0
+  *count = 1;
+  return 0;
+}
+
+// A provider built against 0.3's header: its descriptor and capabilities end before the 0.4
+// fields, whatever lies beyond (here: garbage) is not read. It is decode only, no typed workspaces.
+TEST(RegistryRagged, ADescriptorOfKvharness03IsDecodeOnly) {
+  static kvh_capabilities caps;
+  std::memset(static_cast<void*>(&caps), 0xFF, sizeof(caps));
+  caps.struct_size = uint32_t(offsetof(kvh_capabilities, max_query_len));
+  caps.num_head_sizes = caps.num_block_sizes = 0, caps.dtypes = 0, caps.cache_formats = 0, caps.max_gqa_ratio = 0;
+  caps.cache_dtypes = caps.kv_scales = caps.modifiers = 0;
+  kvh_kernel_desc d{};
+  std::memset(static_cast<void*>(&d), 0xFF, sizeof(d));
+  d.struct_size = uint32_t(offsetof(kvh_kernel_desc, workspaces));
+  d.abi_version = 2, d.name = "old_reader", d.description = "", d.role = KVH_ROLE_READER;
+  d.cache_format = KVH_CACHE_NHD, d.fixture = 0, d.context = nullptr, d.write = nullptr;
+  d.attention = no_attention, d.workspace_bytes = nullptr, d.last_error = nullptr, d.capabilities = &caps;
+  Registry reg;
+  reg.add(d, "old");
+  const Kernel& k = *reg.find("old_reader");
+  EXPECT_EQ(k.caps.max_query_len, 1);
+  EXPECT_FALSE(k.workspaces);
+  KernelUse u;
+  u.head_size = 128, u.block_size = 16, u.num_heads = 8, u.num_kv_heads = 2, u.cache_format = KVH_CACHE_NHD;
+  EXPECT_EQ(k.outside_capabilities(u), "");
+  u.max_query_len = 8;
+  EXPECT_EQ(k.outside_capabilities(u),
+            "old_reader is a decode-only reader (max_query_len 1); this case has up to 8 query tokens per sequence");
+}
+
+TEST(RegistryRagged, TypedWorkspacesAreReadAndCheckedByEntry) {
+  static kvh_capabilities caps{};
+  caps.max_query_len = 16;
+  caps.modifiers = KVH_MOD_NON_CAUSAL;
+  kvh_kernel_desc d{};
+  d.abi_version = KVH_ABI_VERSION, d.name = "typed", d.role = KVH_ROLE_READER, d.cache_format = KVH_CACHE_NHD;
+  d.attention = no_attention, d.workspaces = two_workspaces, d.capabilities = &caps;
+  kvh_kernel_desc bad = d;
+  bad.name = "bad_typed", bad.workspaces = bad_workspace;
+  Registry reg;
+  reg.add(d, "test");
+  reg.add(bad, "test");
+  const Kernel& k = *reg.find("typed");
+  EXPECT_EQ(k.caps.max_query_len, 16);
+  kvh_attention_args a{};
+  const std::vector<kvh_workspace_spec> specs = k.workspaces(&a);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_STREQ(specs[0].name, "segm_max");
+  EXPECT_EQ(specs[1].shape[0], 7);
+  KernelUse u;
+  u.head_size = 128, u.block_size = 16, u.num_heads = 8, u.num_kv_heads = 2, u.max_query_len = 17;
+  EXPECT_EQ(k.outside_capabilities(u), "typed declares max_query_len 16; this case has up to 17 query tokens per sequence");
+  u.max_query_len = 16, u.modifiers = KVH_MOD_NON_CAUSAL;
+  EXPECT_EQ(k.outside_capabilities(u), "");
+  try {
+    reg.find("bad_typed")->workspaces(&a);
+    FAIL() << "ndim 0 accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "workspaces: entry 0 ('flat'): ndim 0 outside 1..6");
+  }
+}
+
 // ---- capabilities ----
 
 TEST(Capabilities, EveryDeclaredDimensionIsChecked) {
