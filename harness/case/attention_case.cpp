@@ -383,11 +383,7 @@ void make_metadata(DecodeCase& d) {
   // margins reach that far, so that it reads margin values, never another allocation.
   const int64_t rows = d.s.num_query_tokens + 1;
   a.block_tables = g.add_i32("block_tables", d.pt.tables, d.pt.padding_id, {S, d.pt.max_pages}, rows * d.pt.max_pages);
-  GuardedArray& cl = g.add("context_lens", {S}, KVH_DT_I32, 4, GuardedArray::Access::Read,
-                           std::max<int64_t>(kSmallMargin, (rows * 4 + 4095) / 4096 * 4096));
-  std::copy(d.s.context_lens.begin(), d.s.context_lens.end(), cl.host_as<int32_t>());
-  cl.upload();
-  a.context_lens = cl.tensor();
+  a.context_lens = g.add_i32("context_lens", d.s.context_lens, std::nullopt, {}, rows);
   a.seq_lens = g.add_i32("seq_lens", d.s.context_lens, 1, {}, rows);
   a.query_start_loc = g.add_i32("query_start_loc", d.s.query_start_loc, int32_t(d.s.num_query_tokens + 1), {}, rows);
   a.max_query_len = int32_t(d.s.max_query_len);
@@ -497,7 +493,7 @@ std::string row_name(const DecodeCase& d, int64_t row) {
 }
 
 // What `out` holds against the reference: counts of each failure class, the first of each
-// (flat index into [S, NH, HD]), the worst element and the largest errors.
+// (flat index into [num_query_tokens, NH, HD]), the worst element and the largest errors.
 struct OutputStats {
   int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1,
           first_beyond = -1;
@@ -555,13 +551,13 @@ void judge_out_of_view(DecodeCase& d, const std::string& numbers) {
                                                   d.s.num_query_tokens);
     add_cause(d.r.v, component::kReader, reason::kOutOfView,
               fmt::format("the reader wrote outside `out` (arena margin, {}); {}", where, numbers));
-  }
-  else if (!d.arrays_misused.empty())
+  } else if (!d.arrays_misused.empty()) {
     add_cause(d.r.v, component::kReader, reason::kOutOfView, d.arrays_misused + "; " + numbers);
-  else if (d.cache_changed >= 0)
+  } else if (d.cache_changed >= 0) {
     add_cause(d.r.v, component::kReader, reason::kOutOfView,
               fmt::format("the reader wrote into the KV cache (first changed byte: arena byte {}, {}); {}",
                           d.cache_changed, describe_arena_byte(d.L(), d.margin, d.cache_changed), numbers));
+  }
 }
 
 // judge: the reader's checks, strongest first, once the reference is done. A misrouted

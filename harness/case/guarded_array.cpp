@@ -69,13 +69,13 @@ GuardedArray& GuardedArrays::add(std::string name, std::vector<int64_t> shape, k
   return arrays.back();
 }
 
-kvh_tensor GuardedArrays::add_i32(std::string name, const std::vector<int32_t>& values, int32_t margin,
+kvh_tensor GuardedArrays::add_i32(std::string name, const std::vector<int32_t>& values, std::optional<int32_t> margin,
                                   std::vector<int64_t> shape, int64_t reach) {
   if (shape.empty()) shape = {int64_t(values.size())};
   const int64_t margin_bytes = std::max<int64_t>(kSmallMargin, (reach * 4 + 4095) / 4096 * 4096);
   GuardedArray& a = add(std::move(name), std::move(shape), KVH_DT_I32, 4, GuardedArray::Access::Read, margin_bytes);
   std::copy(values.begin(), values.end(), a.host_as<int32_t>());
-  a.fill_margins(&margin);
+  if (margin) a.fill_margins(&*margin);
   a.upload();
   return a.tensor();
 }

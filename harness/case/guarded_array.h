@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,10 +63,11 @@ struct GuardedArrays {
   /// Adds an array, uploads nothing yet; returns it.
   GuardedArray& add(std::string name, std::vector<int64_t> shape, kvh_dtype dtype, int64_t elem_bytes,
                     GuardedArray::Access access, int64_t margin_bytes = kSmallMargin);
-  /// An int32 array of `values` (read-only) whose margins read back as `margin`;
-  /// `shape` (elements, outermost first) defaults to [values.size()]; the margins
-  /// span at least `reach` elements (a read indexed by query row instead of sequence).
-  kvh_tensor add_i32(std::string name, const std::vector<int32_t>& values, int32_t margin,
+  /// An int32 array of `values` (read-only) whose margins read back as `margin`
+  /// (nullopt: the sentinels); `shape` (elements, outermost first) defaults to
+  /// [values.size()]; the margins span at least `reach` elements (a read indexed
+  /// by query row instead of sequence).
+  kvh_tensor add_i32(std::string name, const std::vector<int32_t>& values, std::optional<int32_t> margin,
                      std::vector<int64_t> shape = {}, int64_t reach = 0);
   /// A float32 array of `values` (read-only), sentinel margins; an empty tensor when values is empty.
   kvh_tensor add_f32(std::string name, const std::vector<float>& values);
