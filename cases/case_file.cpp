@@ -707,8 +707,10 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
     if (!e.is_boolean()) c.fail(e, "causal", "expected true or false, got " + type_name(e));
     return *e.value<bool>();
   });
-  const bool any_ragged = !qlists.empty() || std::any_of(query_axis.begin(), query_axis.end(),
-                                                         [](const QueryLens& q) { return q.ragged(); });
+  const bool any_ragged =
+      std::any_of(query_axis.begin(), query_axis.end(), [](const QueryLens& q) { return q.ragged(); }) ||
+      std::any_of(qlists.begin(), qlists.end(),
+                  [](const std::vector<int64_t>& l) { return *std::max_element(l.begin(), l.end()) > 1; });
   if (!any_ragged && std::find(causal_axis.begin(), causal_axis.end(), false) != causal_axis.end())
     c.fail(node_of(c, t, "causal"), "causal",
            "false applies to ragged queries only (query_lens above 1); this table's sequences have one query token");

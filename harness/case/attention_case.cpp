@@ -41,6 +41,7 @@ namespace kvh {
 namespace {
 
 constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs with a recognisable payload
+constexpr int64_t kMaxWorkspaceBytes = int64_t(16) << 30;        // one typed workspace, at most (16 GiB)
 
 // The state of one decode case, passed from stage to stage. Its destructor
 // first stops and joins the reference (which reads this struct's members).
@@ -409,13 +410,30 @@ bool make_typed_workspaces(DecodeCase& d) {
   enter_phase(Phase::AllocFill);
   for (const kvh_workspace_spec& w : specs) {
     const int64_t eb = w.dtype == KVH_DT_I64 ? 8 : w.dtype == KVH_DT_F16 || w.dtype == KVH_DT_BF16 ? 2 : 4;
-    GuardedArray& ws = d.arrays.add(std::string("workspace ") + w.name, std::vector<int64_t>(w.shape, w.shape + w.ndim),
-                                    kvh_dtype(w.dtype), eb, GuardedArray::Access::Write);
-    const uint64_t nan = w.dtype == KVH_DT_F16 ? 0x7E5A : w.dtype == KVH_DT_BF16 ? 0x7FDA
-                         : w.dtype == KVH_DT_F32 ? 0x7FC0DEADu : 0x7FC0DEAD7FC0DEADull;
-    ws.fill_elements(&nan);
-    ws.upload();
-    d.a.workspaces[d.a.num_workspaces++] = ws.tensor();
+    const std::vector<int64_t> shape(w.shape, w.shape + w.ndim);
+    double bytes = double(eb);
+    for (int64_t n : shape) bytes *= double(n);
+    // The reader's request, not the harness's need: one it cannot be given is the reader's failure.
+    if (bytes > double(kMaxWorkspaceBytes)) {
+      add_cause(d.r.v, component::kReader, reason::kLaunchError,
+                fmt::format("typed workspace '{}' of {:.3g} GiB asked for; at most {} GiB is given", w.name,
+                            bytes / double(int64_t(1) << 30), kMaxWorkspaceBytes >> 30));
+      return false;
+    }
+    try {
+      GuardedArray& ws = d.arrays.add(std::string("workspace ") + w.name, shape, kvh_dtype(w.dtype), eb,
+                                      GuardedArray::Access::Write);
+      const uint64_t nan = w.dtype == KVH_DT_F16 ? 0x7E5A : w.dtype == KVH_DT_BF16 ? 0x7FDA
+                           : w.dtype == KVH_DT_F32 ? 0x7FC0DEADu : 0x7FC0DEAD7FC0DEADull;
+      ws.fill_elements(&nan);
+      ws.upload();
+      d.a.workspaces[d.a.num_workspaces++] = ws.tensor();
+    } catch (const std::bad_alloc&) {
+      add_cause(d.r.v, component::kReader, reason::kLaunchError,
+                fmt::format("typed workspace '{}' of {:.3g} GiB could not be allocated on the host", w.name,
+                            bytes / double(int64_t(1) << 30)));
+      return false;
+    }
   }
   return true;
 }

@@ -32,22 +32,30 @@ std::vector<uint16_t> host_stream(DType dtype, uint64_t data_seed, uint64_t stre
 
 }  // namespace
 
-std::vector<int64_t> draw_query_lens(const Case& c, std::mt19937_64& rng) {
+std::vector<int64_t> draw_query_lens(const Case& c, std::mt19937_64& rng, const std::vector<int32_t>& context_lens) {
   if (!c.ragged()) return std::vector<int64_t>(size_t(c.batch_size), 1);
   if (!c.query_lens.empty()) return c.query_lens;
   std::uniform_int_distribution<int64_t> chunk(c.query_len_min, c.query_len_max), spec(2, 8), kind(0, 2);
-  std::vector<int64_t> out;
-  const std::vector<int64_t> ends = c.query_mixed ? std::vector<int64_t>{1, 2, 8, c.query_len_min, c.query_len_max}
-                                                  : std::vector<int64_t>{c.query_len_max, c.query_len_min};
-  for (int64_t i = 0; i < c.batch_size; ++i) {
-    if (size_t(i) < ends.size()) out.push_back(ends[size_t(i)]);
-    else if (!c.query_mixed) out.push_back(chunk(rng));
-    else {
-      const int64_t k = kind(rng);
-      out.push_back(k == 0 ? 1 : k == 1 ? spec(rng) : chunk(rng));
-    }
+  // The lengths every batch must reach, the chunk's ends first (a small batch keeps those).
+  std::vector<int64_t> ends = c.query_mixed ? std::vector<int64_t>{c.query_len_max, c.query_len_min, 1, 8, 2}
+                                            : std::vector<int64_t>{c.query_len_max, c.query_len_min};
+  ends.resize(std::min(ends.size(), size_t(c.batch_size)));
+  std::sort(ends.rbegin(), ends.rend());
+  std::vector<int64_t> rest;
+  for (size_t i = ends.size(); i < size_t(c.batch_size); ++i) {
+    const int64_t k = c.query_mixed ? kind(rng) : 2;
+    rest.push_back(k == 0 ? 1 : k == 1 ? spec(rng) : chunk(rng));
   }
-  std::shuffle(out.begin(), out.end(), rng);  // the ends sit at random batch positions
+  // The ends go to the longest sequences, longest first, so that clamping to a sequence's
+  // length keeps them where it can; the drawn rest to the others in random order. The batch
+  // order stays random: the context lengths are shuffled.
+  std::vector<size_t> by_len(size_t(c.batch_size));
+  std::iota(by_len.begin(), by_len.end(), size_t(0));
+  std::stable_sort(by_len.begin(), by_len.end(),
+                   [&](size_t a, size_t b) { return context_lens[a] > context_lens[b]; });
+  std::shuffle(rest.begin(), rest.end(), rng);
+  std::vector<int64_t> out(size_t(c.batch_size));
+  for (size_t i = 0; i < by_len.size(); ++i) out[by_len[i]] = i < ends.size() ? ends[i] : rest[i - ends.size()];
   return out;
 }
 
@@ -81,7 +89,7 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
       s.slots.push_back(int64_t(s.block_tables[size_t(i * s.max_blocks + t / c.block_size)]) * c.block_size +
                         t % c.block_size);
   }
-  const std::vector<int64_t> q = draw_query_lens(c, rng);
+  const std::vector<int64_t> q = draw_query_lens(c, rng, s.context_lens);
   s.query_start_loc.push_back(0);
   for (int64_t i = 0; i < c.batch_size; ++i) {
     s.query_lens.push_back(int32_t(std::min<int64_t>(q[size_t(i)], s.context_lens[size_t(i)])));

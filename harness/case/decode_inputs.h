@@ -37,10 +37,13 @@ struct Sequences {
 Sequences make_sequences(const Case& c, std::mt19937_64& rng);
 
 /// Per-sequence query lengths before clamping: the case's list, or draws
-/// from [query_len_min, query_len_max] whose first two are its ends; a mixed
-/// batch's first five are 1, 2, 8, min and max, the rest each decode,
-/// speculative [2, 8] or a chunk [min, max] at random; shuffled. All 1 for decode.
-std::vector<int64_t> draw_query_lens(const Case& c, std::mt19937_64& rng);
+/// from [query_len_min, query_len_max] that include its ends; a mixed batch
+/// includes max, min, 1, 8 and 2 (in that order of priority when the batch is
+/// smaller), the rest each decode, speculative [2, 8] or a chunk [min, max]
+/// at random. The ends go to the longest sequences of context_lens [num_seqs]
+/// (the largest to the longest), the rest to the others in random order. All
+/// 1 for decode (nothing drawn).
+std::vector<int64_t> draw_query_lens(const Case& c, std::mt19937_64& rng, const std::vector<int32_t>& context_lens);
 
 /// The block tables the reader gets, in kernel pages (Case::page_size()):
 /// manager block m = pages m*r .. m*r+r-1, r = pages_per_block. Padding stays

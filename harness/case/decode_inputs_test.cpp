@@ -113,14 +113,14 @@ TEST(DecodeInputs, DecodeCasesDrawExactlyWhatTheyDrewBefore) {
       EXPECT_EQ(s.max_query_len, 1) << what;
       // draw_query_lens draws nothing for decode.
       std::mt19937_64 r(seed), untouched(seed);
-      EXPECT_EQ(draw_query_lens(c, r), std::vector<int64_t>(size_t(c.batch_size), 1));
+      EXPECT_EQ(draw_query_lens(c, r, s.context_lens), std::vector<int64_t>(size_t(c.batch_size), 1));
       EXPECT_TRUE(r == untouched) << what;
     }
   // A list of ones is decode too (not ragged): nothing drawn.
   Case ones = decode_cases()[0];
   ones.query_lens = {1, 1, 1, 1};
   std::mt19937_64 r(5), untouched(5);
-  EXPECT_EQ(draw_query_lens(ones, r), std::vector<int64_t>(4, 1));
+  EXPECT_EQ(draw_query_lens(ones, r, {5, 6, 7, 8}), std::vector<int64_t>(4, 1));
   EXPECT_TRUE(r == untouched);
 }
 
@@ -135,7 +135,7 @@ TEST(DecodeInputs, RaggedCasesDrawTheirQueryLengthsLast) {
         const Sequences d = make_sequences(c, d_rng);
         const Sequences s = make_sequences(r, r_rng);
         expect_same_pages(s, d, what);
-        std::vector<int64_t> q = draw_query_lens(r, d_rng);
+        std::vector<int64_t> q = draw_query_lens(r, d_rng, d.context_lens);
         EXPECT_TRUE(d_rng == r_rng) << what;
         ASSERT_EQ(q.size(), size_t(r.batch_size)) << what;
         ASSERT_EQ(s.query_lens.size(), size_t(r.batch_size)) << what;
@@ -156,13 +156,23 @@ TEST(DecodeInputs, RaggedCasesDrawTheirQueryLengthsLast) {
       }
 }
 
+// Distinct context lengths 300 - n + 1 .. 300 in an order of `seed`'s (the batch order of a case).
+std::vector<int32_t> shuffled_contexts(int64_t n, uint64_t seed) {
+  std::vector<int32_t> out(static_cast<size_t>(n), 0);
+  std::iota(out.begin(), out.end(), int32_t(300 - n + 1));
+  std::mt19937_64 rng(seed + 1000);
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
 TEST(DecodeInputs, ARangeDrawsBothEndsWithinItAtShuffledPositions) {
   const Case r = ragged(decode_case(16, 1, 300), 3, 40);
   std::set<size_t> where_max, where_min;
   std::set<int64_t> seen;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     std::mt19937_64 rng(seed);
-    const std::vector<int64_t> q = draw_query_lens(r, rng);
+    const std::vector<int32_t> ctx = shuffled_contexts(16, seed);
+    const std::vector<int64_t> q = draw_query_lens(r, rng, ctx);
     ASSERT_EQ(q.size(), 16u);
     for (int64_t n : q) {
       EXPECT_GE(n, 3);
@@ -174,15 +184,20 @@ TEST(DecodeInputs, ARangeDrawsBothEndsWithinItAtShuffledPositions) {
     ASSERT_NE(min, q.end()) << "seed " << seed << ": the range's min not drawn";
     where_max.insert(size_t(max - q.begin()));
     where_min.insert(size_t(min - q.begin()));
+    // The ends sit on the longest sequences: the max on the longest, the min on the next.
+    const auto on = [&](int32_t len) { return q[size_t(std::find(ctx.begin(), ctx.end(), len) - ctx.begin())]; };
+    EXPECT_EQ(on(300), 40) << "seed " << seed;
+    EXPECT_EQ(on(299), 3) << "seed " << seed;
   }
   EXPECT_GT(where_max.size(), 4u) << "the ends sit at random batch positions";
   EXPECT_GT(where_min.size(), 4u);
   EXPECT_GT(seen.size(), 20u) << "the rest drawn from the whole range";
   // A batch of one has room for one end: the max.
   std::mt19937_64 rng(3);
-  EXPECT_EQ(draw_query_lens(ragged(decode_case(1, 1, 300), 3, 40), rng), std::vector<int64_t>{40});
+  EXPECT_EQ(draw_query_lens(ragged(decode_case(1, 1, 300), 3, 40), rng, {7}), std::vector<int64_t>{40});
   // N: every sequence N.
-  EXPECT_EQ(draw_query_lens(ragged(decode_case(6, 1, 300), 9, 9), rng), std::vector<int64_t>(6, 9));
+  EXPECT_EQ(draw_query_lens(ragged(decode_case(6, 1, 300), 9, 9), rng, shuffled_contexts(6, 1)),
+            std::vector<int64_t>(6, 9));
 }
 
 TEST(DecodeInputs, AMixedBatchHasDecodeSpeculativeAndChunksShuffled) {
@@ -191,7 +206,7 @@ TEST(DecodeInputs, AMixedBatchHasDecodeSpeculativeAndChunksShuffled) {
   int decode = 0, speculative = 0, chunks = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     std::mt19937_64 rng(seed);
-    const std::vector<int64_t> q = draw_query_lens(r, rng);
+    const std::vector<int64_t> q = draw_query_lens(r, rng, shuffled_contexts(24, seed));
     ASSERT_EQ(q.size(), 24u);
     for (int64_t must : {1, 2, 8, 16, 128})
       EXPECT_NE(std::find(q.begin(), q.end(), must), q.end()) << "seed " << seed << ": no " << must;
@@ -207,11 +222,10 @@ TEST(DecodeInputs, AMixedBatchHasDecodeSpeculativeAndChunksShuffled) {
     EXPECT_GT(n, 19 * 40 / 3 - 80);
     EXPECT_LT(n, 19 * 40 / 3 + 80);
   }
-  // A batch smaller than five gets the first of 1, 2, 8, min, max.
+  // A batch smaller than five gets the first of max, min, 1, 8, 2: the chunk's ends first.
   std::mt19937_64 rng(1);
-  std::vector<int64_t> three = draw_query_lens(ragged(decode_case(3, 1, 4096), 16, 128, true), rng);
-  std::sort(three.begin(), three.end());
-  EXPECT_EQ(three, (std::vector<int64_t>{1, 2, 8}));
+  std::vector<int64_t> three = draw_query_lens(ragged(decode_case(3, 1, 4096), 16, 128, true), rng, {50, 300, 90});
+  EXPECT_EQ(three, (std::vector<int64_t>{1, 128, 16})) << "the largest on the longest sequence";
   // max_query_len covers the speculative 8 when the chunks are shorter.
   EXPECT_EQ(ragged(decode_case(3, 1, 4096), 2, 4, true).max_query_len(), 8);
 }
@@ -238,7 +252,7 @@ TEST(DecodeInputs, QueryLengthsAreClampedToTheContextAndListsAreKept) {
   listed.query_lens = {10, 1, 7, 40};
   listed.query_len_min = 1, listed.query_len_max = 40;
   std::mt19937_64 a(9), b(9);
-  EXPECT_EQ(draw_query_lens(listed, a), listed.query_lens);
+  EXPECT_EQ(draw_query_lens(listed, a, {10, 20, 30, 40}), listed.query_lens);
   EXPECT_TRUE(a == b);
   const Sequences s = make_sequences(listed, a);
   EXPECT_EQ(s.query_lens, (std::vector<int32_t>{10, 1, 7, 40}));

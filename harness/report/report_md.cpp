@@ -190,6 +190,10 @@ void write_failure(std::string& out, int n, const CaseResult& cr) {
     if (!k.expected_by.empty()) out += fmt::format("- {} {} expected by {}\n", k.component, k.reason, k.expected_by);
   if (!cr.context_lens.empty() && cr.context_lens.size() <= 16)
     out += fmt::format("- context_lens {}\n", fmt::join(cr.context_lens, ", "));
+  if (!cr.query_lens.empty() && cr.query_lens.size() <= 16)  // a ragged case: token J of a sequence is its J-th new token
+    out += fmt::format("- query_lens {} ({}; row `seq S token J` is new token J of sequence S, at position "
+                       "context_len - query_len + J)\n",
+                       fmt::join(cr.query_lens, ", "), cr.c.causal ? "causal" : "not causal");
   if (cr.v.max_abs_err) out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}\n", *cr.v.max_abs_err,
                                            cr.v.max_rel_err.value_or(0));
   if (!cr.key_layout.empty()) out += fmt::format("- K view `{}`, V view `{}`\n", cr.key_layout, cr.value_layout);
