@@ -17,7 +17,7 @@ print(c["verdict"], c["reason"], c["detail"])' "$1/results.json"
 
 check() {  # check NAME READER REPLACEMENT EXPECTED_REGEX
   local name=$1 reader=$2 with=$3 want=$4
-  local filter="reader=$reader,model=Qwen2.5-1.5B,layout=kv_first,causal=1,max_query_len=40"
+  local filter="reader=$reader,model=Qwen2.5-1.5B,layout=kv_first,causal=1,max_query_len=40,partition_size=128"
   "$bin" run "$cases/default.toml" --filter "$filter" --report-dir "$out/$name-real" --no-progress >/dev/null 2>&1
   local real; real=$(verdict "$out/$name-real")
   [[ $real == PASS* ]] || { echo "FAIL: $reader does not pass its own case: $real"; fails=$((fails + 1)); }
