@@ -32,12 +32,6 @@ kvh_tensor tensor(void* data, kvh_dtype dt, std::vector<int64_t> shape, std::vec
   return t;
 }
 
-int64_t at(const StridedView& v, std::initializer_list<int64_t> idx) {
-  int64_t off = v.offset, i = 0;
-  for (int64_t e : idx) off += e * v.stride[size_t(i++)];
-  return off;
-}
-
 struct Built {
   AttentionArgsFixture fx;
   reference::DecodeAttentionInput ref;
@@ -118,13 +112,13 @@ Built build(const AttentionCase& c) {
         for (int64_t d = 0; d < D; ++d) {
           int64_t ko = 0, vo = 0;
           switch (format) {
-            case CacheFormat::Flash: ko = at(L.key, {blk, off, kv, d}), vo = at(L.value, {blk, off, kv, d}); break;
-            case CacheFormat::Hnd: ko = at(L.key, {blk, kv, off, d}), vo = at(L.value, {blk, kv, off, d}); break;
+            case CacheFormat::Flash: ko = view_offset(L.key, {blk, off, kv, d}), vo = view_offset(L.value, {blk, off, kv, d}); break;
+            case CacheFormat::Hnd: ko = view_offset(L.key, {blk, kv, off, d}), vo = view_offset(L.value, {blk, kv, off, d}); break;
             case CacheFormat::PaV1:
-              ko = at(L.key, {blk, kv, d / x, off, d % x}), vo = at(L.value, {blk, kv, d, off});
+              ko = view_offset(L.key, {blk, kv, d / x, off, d % x}), vo = view_offset(L.value, {blk, kv, d, off});
               break;
             case CacheFormat::Shuffle:
-              ko = at(L.key, {blk, kv, d / x, off, d % x}), vo = at(L.value, {blk, kv, off / x, d, off % x});
+              ko = view_offset(L.key, {blk, kv, d / x, off, d % x}), vo = view_offset(L.value, {blk, kv, off / x, d, off % x});
               break;
           }
           base[ko] = to_bits(dt, float(ref.keys[size_t(s)](t, kv * D + d)));

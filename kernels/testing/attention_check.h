@@ -8,6 +8,7 @@
 // So a read outside the view shows up as NaN, and an unwritten element as poison.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,14 @@
 extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
 
 namespace kvh::testing {
+
+/// Storage offset (elements) of element `idx` (outermost first) of view v: the
+/// cache element a reference fill and a check address, format by format.
+inline int64_t view_offset(const StridedView& v, std::initializer_list<int64_t> idx) {
+  int64_t off = v.offset, i = 0;
+  for (int64_t e : idx) off += e * v.stride[size_t(i++)];
+  return off;
+}
 using kvh::Kernel;
 using kvh::Registry;
 

@@ -50,12 +50,6 @@ template <class T> T* alloc(RaggedArgs& ra, size_t n, T fill) {
   return p;
 }
 
-int64_t at(const StridedView& v, std::initializer_list<int64_t> idx) {
-  int64_t off = v.offset, i = 0;
-  for (int64_t e : idx) off += e * v.stride[size_t(i++)];
-  return off;
-}
-
 /// Everything of a built case the check needs besides the args.
 struct Built {
   RaggedArgs ra;
@@ -173,13 +167,13 @@ Built build(const RaggedCase& c) {
         for (int64_t d = 0; d < D; ++d) {
           int64_t ko = 0, vo = 0;
           switch (c.format) {
-            case KVH_CACHE_NHD: ko = at(L.key, {blk, off, kvh, d}), vo = at(L.value, {blk, off, kvh, d}); break;
-            case KVH_CACHE_HND: ko = at(L.key, {blk, kvh, off, d}), vo = at(L.value, {blk, kvh, off, d}); break;
+            case KVH_CACHE_NHD: ko = view_offset(L.key, {blk, off, kvh, d}), vo = view_offset(L.value, {blk, off, kvh, d}); break;
+            case KVH_CACHE_HND: ko = view_offset(L.key, {blk, kvh, off, d}), vo = view_offset(L.value, {blk, kvh, off, d}); break;
             case KVH_CACHE_PA_V1:
-              ko = at(L.key, {blk, kvh, d / x, off, d % x}), vo = at(L.value, {blk, kvh, d, off});
+              ko = view_offset(L.key, {blk, kvh, d / x, off, d % x}), vo = view_offset(L.value, {blk, kvh, d, off});
               break;
             case KVH_CACHE_SHUFFLE:
-              ko = at(L.key, {blk, kvh, d / x, off, d % x}), vo = at(L.value, {blk, kvh, off / x, d, off % x});
+              ko = view_offset(L.key, {blk, kvh, d / x, off, d % x}), vo = view_offset(L.value, {blk, kvh, off / x, d, off % x});
               break;
           }
           const size_t li = size_t((t * KVH + kvh) * D + d);
