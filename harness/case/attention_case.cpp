@@ -321,6 +321,11 @@ bool write_context_under_test(DecodeCase& d) {
   enter_phase(Phase::Launch);
   if (const int rc = launch_case_writer(d); rc != 0) {
     const LaunchFailure f = launch_failure(*d.wr, rc);
+    if (f.status == Status::Unsupported) {  // declined at call time: as outside its declaration (plan_kernels)
+      if (d.misroute.empty()) return d.unsupported(f.detail);
+      add_cause(d.r.v, component::kRouter, reason::kMisroute, d.misroute + "; and " + f.detail);  // keep the router's
+      return false;
+    }
     add_cause(d.r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
     if (!d.misroute.empty()) add_cause(d.r.v, component::kRouter, reason::kMisroute, d.misroute);
     return false;
@@ -396,6 +401,23 @@ void make_metadata(DecodeCase& d) {
   a.alibi_slopes = g.add_f32("alibi_slopes", d.mods.alibi_slopes);
 }
 
+// A reader that declined the case at call time (KVH_UNSUPPORTED: its launch, workspace_bytes or
+// workspaces) is judged as one outside its declaration (plan_capabilities): UNSUPPORTED when the
+// case names it, misroute when a router picked it. A writer's failure found before stays the verdict.
+void reader_refused(DecodeCase& d, const std::string& detail) {
+  Verdict& v = d.r.v;
+  if (!d.c.router_policy.empty() && d.misroute.empty()) {
+    add_cause(v, component::kRouter, reason::kMisroute,
+              fmt::format("router {} sent the case to {} ({}): {}", d.c.router_policy, d.reader, d.r.route_reason,
+                          detail));
+  } else if (v.causes.empty()) {
+    d.unsupported(detail);
+  } else {  // a misroute launched anyway, or the pipeline writer's failure: the verdict stands, noted
+    v.detail += "; " + detail;
+    v.causes.front().detail += "; " + detail;
+  }
+}
+
 // buffers: a reader's typed workspaces (kvh_kernel_desc.workspaces), each a guarded array of
 // its own whose elements start as NaN (integer types: 0x7FC0DEAD words); only their margins
 // are the harness's. Returns false (a CRASH of the reader's provider) when the declaration fails.
@@ -403,6 +425,9 @@ bool make_typed_workspaces(DecodeCase& d) {
   std::vector<kvh_workspace_spec> specs;
   try {
     specs = d.rd->workspaces(&d.a);
+  } catch (const KernelRefused& e) {
+    reader_refused(d, refusal_detail(*d.rd, e.what()));
+    return false;
   } catch (const std::runtime_error& e) {
     add_cause(d.r.v, component::kReader, reason::kLaunchError, e.what(), true);
     return false;
@@ -468,7 +493,13 @@ bool make_reader_args(DecodeCase& d) {
   make_metadata(d);
   if (d.rd->workspaces) return make_typed_workspaces(d);
   if (!d.rd->workspace_bytes) return true;
-  const uint64_t ws = d.rd->workspace_bytes(&a);
+  uint64_t ws = 0;
+  try {
+    ws = d.rd->workspace_bytes(&a);
+  } catch (const KernelRefused& e) {
+    reader_refused(d, refusal_detail(*d.rd, e.what()));
+    return false;
+  }
   if (!ws) return true;
   enter_phase(Phase::AllocFill);
   d.d_ws = device::Buffer(ws);
@@ -487,6 +518,10 @@ bool launch_reader(DecodeCase& d) {
   enter_phase(Phase::Launch);
   if (const int rc = d.rd->attention(&d.a, nullptr); rc != 0) {
     const LaunchFailure f = launch_failure(*d.rd, rc);
+    if (f.status == Status::Unsupported) {
+      reader_refused(d, f.detail);
+      return false;
+    }
     add_cause(d.r.v, component::kReader, reason::kLaunchError, f.detail, f.status == Status::Crash);
     return false;
   }

@@ -17,9 +17,14 @@ FusedQkv fused_qkv_views(int64_t T, int64_t nh, int64_t nkv, int64_t hd) {
   return f;
 }
 
+std::string refusal_detail(const Kernel& k, const std::string& reason) {
+  return k.label() + " refused the case at call time: " + reason;
+}
+
 LaunchFailure launch_failure(const Kernel& k, int rc) {
-  if (rc == KVH_RAISED) return {Status::Crash, k.name + " raised: " + k.last_error()};
-  return {Status::Fail, k.name + " returned " + device::error_text(rc)};
+  if (rc == KVH_RAISED) return {Status::Crash, k.label() + " raised: " + k.last_error()};
+  if (rc == KVH_UNSUPPORTED) return {Status::Unsupported, refusal_detail(k, k.last_error())};
+  return {Status::Fail, k.label() + " returned " + device::error_text(rc)};
 }
 
 KernelUse kernel_use(const Case& c, int32_t cache_format) {

@@ -29,13 +29,17 @@ kvh_dtype to_kvh(DType d);
 /// Returns the writer's return code.
 /// The outcome of a launch that returned rc != 0: CRASH when the provider
 /// raised (KVH_RAISED; detail: "NAME raised: " + its message, e.g. a Python
-/// exception with the provider's file:line), else FAIL (the kernel refused the
-/// arguments; detail: "NAME returned " + the runtime's error text).
+/// exception with the provider's file:line), UNSUPPORTED when it declined the
+/// case (KVH_UNSUPPORTED; detail: refusal_detail), else FAIL (the kernel refused
+/// the arguments; detail: "NAME returned " + the runtime's error text). NAME is
+/// Kernel::label() (the substitute under --replace-kernel).
 struct LaunchFailure {
   Status status;
   std::string detail;
 };
 LaunchFailure launch_failure(const Kernel& k, int rc);
+/// "NAME refused the case at call time: REASON" (KVH_UNSUPPORTED, kvharness.Unsupported).
+std::string refusal_detail(const Kernel& k, const std::string& reason);
 
 /// What case `c` asks of a kernel of `cache_format` (for Kernel::outside_capabilities);
 /// its block_size is the kernel's page (Case::page_size: kernel_block_size under kernel_pages).

@@ -131,6 +131,7 @@ bool launch(WriteCase& d) {
   enter_phase(Phase::Launch);
   if (const int rc = d.launch(); rc != 0) {
     const LaunchFailure f = launch_failure(*d.w, rc);
+    if (f.status == Status::Unsupported) return d.unsupported(f.detail);  // declined at call time: as a declaration
     add_cause(d.r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
     return false;
   }

@@ -1,6 +1,7 @@
 // A run's results and the files written from them (reports/<run>/).
 #pragma once
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct RunReport {
                                         // and `kvharness merge` accept only reports of one identity (run_identity)
   std::string shard;                    // "i/n" of --shard, "" for the whole run
   std::vector<std::string> merged_from; // `kvharness merge`: the results.json files it combined
+  std::map<std::string, std::string> replaced_kernels;  // --replace-kernel: REAL -> Kernel::label(), e.g.
+                                        // "paged_attention_rocm (replaced by python:mod:my_pa)"
   std::vector<CaseResult> results;
 };
 
@@ -48,7 +51,15 @@ Counts count(const RunReport& r);
 /// results.json, schema "kvharness.results/1" (DESIGN.md contract).
 std::string results_json(const RunReport& r);
 /// summary.md: matrices per kind, model and head size, per-model totals, every failure with its repro.
+/// CRASH and UNSUPPORTED cases are grouped by (kernel, message_key of the message): one finding
+/// with a count, example ids and one repro. Kernels replaced under --replace-kernel are named by
+/// their labels (RunReport::replaced_kernels) in the header, headings and matrix rows.
 std::string summary_markdown(const RunReport& r);
+/// What groups a CRASH or UNSUPPORTED message with others of the same kernel: every number that is
+/// not a source line (after "file.py:" / "file.cpp:") nor part of a name (fp8, e4m3, gfx942, sm_90)
+/// becomes N, and a hex number 0xN; so "shared memory 139264 > 101376 (k.py:42)" and "... 73728 >
+/// 101376 (k.py:42)" are one finding, two raising lines are two.
+std::string message_key(const std::string& message);
 /// The run's time per phase (harness/run/phases.h) summed over its cases, as a
 /// markdown table (largest first, seconds and share of the summed case wall
 /// time), then its `slowest` slowest cases with their largest phase.

@@ -36,6 +36,7 @@ std::string results_json(const RunReport& r) {
   j["shard"] = str_or_null(r.shard);
   j["merged_from"] = r.merged_from;
   j["expectation_sources"] = r.expectation_sources;
+  j["replaced_kernels"] = r.replaced_kernels;  // --replace-kernel: REAL -> "REAL (replaced by ORIGIN:WITH)"
   const Counts n = count(r);
   j["counts"] = {{"cases", r.results.size()}, {"pass", n.pass},           {"fail", n.fail},
                  {"crash", n.crash},          {"unsupported", n.unsupported}, {"xpass", n.xpass},

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -58,6 +59,29 @@ struct Ordered {
   }
 };
 
+bool name_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }
+
+// `text` (a variant, a kernel name, a route) with every whole-word kernel name that --replace-kernel
+// replaced written as its label, "REAL (replaced by python:mod:WITH)": the substitute ran.
+std::string relabel(const RunReport& r, const std::string& text) {
+  if (r.replaced_kernels.empty()) return text;
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    bool hit = false;
+    if (i == 0 || !name_char(text[i - 1]))
+      for (const auto& [real, label] : r.replaced_kernels)
+        if (text.compare(i, real.size(), real) == 0 &&
+            (i + real.size() == text.size() || !name_char(text[i + real.size()]))) {
+          out += label;
+          i += real.size();
+          hit = true;
+          break;
+        }
+    if (!hit) out += text[i++];
+  }
+  return out;
+}
+
 void write_matrices(std::string& out, const RunReport& r) {
   // One matrix per (kind, model, head size, and for decode cases what the cache holds outside the
   // case's tokens: stale slots and block-table padding when not the defaults): rows = variants, columns = layouts.
@@ -97,7 +121,7 @@ void write_matrices(std::string& out, const RunReport& r) {
     for (size_t i = 0; i < cols.items.size(); ++i) out += "---|";
     out += "\n";
     for (const auto& row : rows.items) {
-      out += "| " + row + " |";
+      out += "| " + relabel(r, row) + " |";
       for (const auto& c : cols.items) out += " " + cells[{row, c}].text() + " |";
       out += "\n";
     }
@@ -132,10 +156,11 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
       for (size_t k = 1; k < cr.v.causes.size(); ++k) verdict += fmt::format(" + {} {}", cr.v.causes[k].component, cr.v.causes[k].reason);
       const std::string err = cr.v.max_abs_err ? fmt::format("{:.3g}", *cr.v.max_abs_err) : "— (not launched)";
       const std::string routed = cr.routed_to.empty()           ? "—"
-                                 : cr.c.router_policy.empty() ? cr.routed_to
-                                                              : fmt::format("{} ({})", cr.routed_to, cr.c.router_policy);
+                                 : cr.c.router_policy.empty() ? relabel(r, cr.routed_to)
+                                                              : fmt::format("{} ({})", relabel(r, cr.routed_to),
+                                                                            cr.c.router_policy);
       const std::string us = !timed ? "" : cr.v.kernel_us ? fmt::format(" {:.1f} |", *cr.v.kernel_us) : " — |";
-      out += fmt::format("| {} |{}{} {} | {} | {} | {} |{}\n", cr.c.variant(),
+      out += fmt::format("| {} |{}{} {} | {} | {} | {} |{}\n", relabel(r, cr.c.variant()),
                          show_hd ? fmt::format(" {} |", cr.c.head_size) : "",
                          show_layout ? fmt::format(" {} |", to_string(cr.c.layout)) : "", cr.c.batch_size, verdict, err,
                          routed, us);
@@ -157,7 +182,8 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
         ++n;
         if (cr.v.status == Status::Pass) ++pass;
         else if (cr.v.status != Status::Unsupported) {
-          const std::string f = fmt::format("{} ({}{})", cr.c.variant(), cr.expected ? "xfail " : "", cr.v.reason);
+          const std::string f = fmt::format("{} ({}{})", relabel(r, cr.c.variant()), cr.expected ? "xfail " : "",
+                                            cr.v.reason);
           failed.add(f);
           ++times[f];
         }
@@ -171,13 +197,19 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
   }
 }
 
-// The kernel a failure belongs to, for grouping: the writer, the reader that ran, or the router policy.
-std::string kernel_of(const CaseResult& cr) {
-  if (cr.v.component.empty()) return cr.c.kind == CaseKind::Write ? cr.c.writer : cr.c.variant();  // an XPASS
-  if (cr.v.component == component::kWriter) return cr.c.writer;
+// The kernel a failure belongs to, for grouping: the writer, the reader that ran, or the router
+// policy (an UNSUPPORTED case: the kernels it names). Replaced kernels by their labels.
+std::string kernel_of(const RunReport& r, const CaseResult& cr) {
+  const std::string reader = cr.routed_to.empty() ? cr.c.reader : cr.routed_to;
+  if (cr.v.status == Status::Unsupported) {
+    if (cr.c.kind == CaseKind::Write) return relabel(r, cr.c.writer);
+    return relabel(r, cr.c.kind == CaseKind::Pipeline ? cr.c.writer + " + " + reader : reader);
+  }
+  if (cr.v.component.empty()) return relabel(r, cr.c.kind == CaseKind::Write ? cr.c.writer : cr.c.variant());  // XPASS
+  if (cr.v.component == component::kWriter) return relabel(r, cr.c.writer);
   if (cr.v.component == component::kRouter) return "router " + cr.c.router_policy;
   if (cr.v.component == component::kHarness) return "the harness";
-  return cr.routed_to.empty() ? cr.c.reader : cr.routed_to;
+  return relabel(r, reader);
 }
 
 void write_failure(std::string& out, int n, const CaseResult& cr) {
@@ -201,6 +233,38 @@ void write_failure(std::string& out, int n, const CaseResult& cr) {
 }
 
 }  // namespace
+
+std::string message_key(const std::string& m) {
+  std::string out;
+  for (size_t i = 0; i < m.size();) {
+    const char prev = i ? m[i - 1] : ' ';
+    if (!std::isdigit(static_cast<unsigned char>(m[i])) || name_char(prev) || prev == ':') {
+      // A name (fp8, gfx942), a source line (k.py:42), or no number: as it is, up to the next word.
+      out += m[i++];
+      while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i])) && name_char(m[i - 1])) out += m[i++];
+      continue;
+    }
+    if (m.compare(i, 2, "0x") == 0 && i + 2 < m.size() && std::isxdigit(static_cast<unsigned char>(m[i + 2]))) {
+      out += "0xN";
+      for (i += 2; i < m.size() && std::isxdigit(static_cast<unsigned char>(m[i])); ++i) {
+      }
+      continue;
+    }
+    out += 'N';  // digits, a fraction, an exponent: 12, 1.5, 3e-05
+    while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) ++i;
+    if (i + 1 < m.size() && m[i] == '.' && std::isdigit(static_cast<unsigned char>(m[i + 1])))
+      for (++i; i < m.size() && std::isdigit(static_cast<unsigned char>(m[i])); ++i) {
+      }
+    if (i + 1 < m.size() && (m[i] == 'e' || m[i] == 'E')) {
+      size_t j = i + 1;
+      if (j < m.size() && (m[j] == '-' || m[j] == '+')) ++j;
+      if (j < m.size() && std::isdigit(static_cast<unsigned char>(m[j])))
+        for (i = j; i < m.size() && std::isdigit(static_cast<unsigned char>(m[i])); ++i) {
+        }
+    }
+  }
+  return out;
+}
 
 std::string time_profile_markdown(const RunReport& r, size_t slowest) {
   std::vector<PhaseTimes> all;
@@ -252,6 +316,12 @@ void write_header(std::string& out, const RunReport& r) {
   out += fmt::format("- case files: {}{}{}\n", fmt::join(r.case_files, ", "),
                      r.filter.empty() ? "" : fmt::format(", filter `{}`", r.filter),
                      r.seed ? fmt::format(", seed {}", *r.seed) : "");
+  if (!r.replaced_kernels.empty()) {
+    std::vector<std::string> labels;
+    for (const auto& [real, label] : r.replaced_kernels) labels.push_back(label);
+    out += fmt::format("- kernels replaced (--replace-kernel; the substitute's code and declaration ran, judged "
+                       "under the real name): {}\n", fmt::join(labels, "; "));
+  }
   out += fmt::format("- {} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}\n", r.results.size(), n.pass,
                      n.fail, n.crash, n.xpass, n.unsupported,
                      n.interrupted ? fmt::format(", {} INTERRUPTED", n.interrupted) : "");
@@ -263,23 +333,68 @@ void write_header(std::string& out, const RunReport& r) {
          "declaration; `n/a` unsupported. `k/n`: k of the cell's n cases are in the state shown.\n";
 }
 
-// Unexpected failures first, grouped by (kernel, layout, reason): one bug usually fails a whole group.
-void write_unexpected(std::string& out, const RunReport& r) {
+// At most `n` characters of `s` (a heading), cut at a character boundary with "…".
+std::string clip(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t cut = n;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return s.substr(0, cut) + "…";
+}
+
+// "`a`, `b`, `c` and 93 more": the first `shown` case ids of a group.
+std::string examples(const std::vector<const CaseResult*>& cases, size_t shown) {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < cases.size() && i < shown; ++i) ids.push_back("`" + cases[i]->c.id() + "`");
+  return fmt::format("{}{}", fmt::join(ids, ", "),
+                     cases.size() > shown ? fmt::format(" and {} more", cases.size() - shown) : "");
+}
+
+// Groups of cases in first-seen order.
+struct Groups {
   std::vector<std::string> order;
-  std::map<std::string, std::vector<const CaseResult*>> groups;
+  std::map<std::string, std::vector<const CaseResult*>> cases;
+  void add(const std::string& key, const CaseResult& cr) {
+    if (!cases.count(key)) order.push_back(key);
+    cases[key].push_back(&cr);
+  }
+};
+
+constexpr const char* kGroupingRule =
+    "CRASHes and UNSUPPORTED cases are grouped by kernel and message: messages that differ only in numbers (sizes, "
+    "counts, addresses; shown as N) are one finding, while a different source line (`file.py:LINE`), a different "
+    "word or a different kernel is another.";
+
+// Unexpected failures first. A CRASH is grouped by (kernel, message_key): one compile error that hits
+// 96 cases is one finding with its count, a few case ids and one case in full with its repro. Other
+// failures are grouped by (kernel, layout, reason), every case listed: one bug usually fails a whole group.
+void write_unexpected(std::string& out, const RunReport& r) {
+  Groups crashes, others;
   for (const auto& cr : r.results) {
     if (!cr.unexpected_failure()) continue;
-    const std::string key = fmt::format("{} — {} — {} {}", kernel_of(cr), to_string(cr.c.layout),
-                                        to_string(cr.v.status), cr.v.reason);
-    if (!groups.count(key)) order.push_back(key);
-    groups[key].push_back(&cr);
+    if (cr.v.status == Status::Crash)
+      crashes.add(fmt::format("{} — CRASH {}: {}", kernel_of(r, cr), cr.v.reason, message_key(cr.v.detail)), cr);
+    else
+      others.add(fmt::format("{} — {} — {} {}", kernel_of(r, cr), to_string(cr.c.layout), to_string(cr.v.status),
+                             cr.v.reason),
+                 cr);
   }
   out += "\n## Unexpected failures\n";
-  if (order.empty()) out += "\nNone.\n";
+  if (crashes.order.empty() && others.order.empty()) out += "\nNone.\n";
+  if (!crashes.order.empty()) out += fmt::format("\n{}\n", kGroupingRule);
   int k = 0;
-  for (const auto& key : order) {
-    out += fmt::format("\n### {} ({} case{})\n", key, groups[key].size(), groups[key].size() == 1 ? "" : "s");
-    for (const CaseResult* cr : groups[key]) write_failure(out, ++k, *cr);
+  for (const auto& key : crashes.order) {
+    const auto& g = crashes.cases[key];
+    std::set<std::string> layouts;
+    for (const CaseResult* cr : g) layouts.insert(to_string(cr->c.layout));
+    out += fmt::format("\n### {} ({} case{})\n\n- {} case{} ({}): {}\n- the first in full:\n", clip(key, 300),
+                       g.size(), g.size() == 1 ? "" : "s", g.size(), g.size() == 1 ? "" : "s",
+                       fmt::join(layouts, ", "), examples(g, 3));
+    write_failure(out, ++k, *g.front());
+  }
+  for (const auto& key : others.order) {
+    const auto& g = others.cases[key];
+    out += fmt::format("\n### {} ({} case{})\n", key, g.size(), g.size() == 1 ? "" : "s");
+    for (const CaseResult* cr : g) write_failure(out, ++k, *cr);
   }
 }
 
@@ -319,12 +434,20 @@ void write_expected_and_unsupported(std::string& out, const RunReport& r) {
   for (const auto& cr : r.results)
     if (cr.expected) write_failure(out, ++x, cr);
   if (x == 0) out += "\nNone.\n";
-  bool any_unsupported = false;
-  for (const auto& cr : r.results) {
-    if (cr.v.status != Status::Unsupported) continue;
-    if (!any_unsupported) out += "\n## Unsupported\n\n| case | reason |\n|---|---|\n";
-    any_unsupported = true;
-    out += fmt::format("| `{}` | {} |\n", cr.c.id(), cr.v.detail);
+  // UNSUPPORTED: one row per (kernel, message_key), with the first case's reason as it reads.
+  Groups unsupported;
+  for (const auto& cr : r.results)
+    if (cr.v.status == Status::Unsupported)
+      unsupported.add(kernel_of(r, cr) + "\x1f" + message_key(cr.v.detail), cr);
+  if (unsupported.order.empty()) return;
+  out += fmt::format("\n## Unsupported\n\n{}\n\n| kernel | reason (of the first case) | cases | e.g. |\n"
+                     "|---|---|---|---|\n", kGroupingRule);
+  for (const auto& key : unsupported.order) {
+    const auto& g = unsupported.cases[key];
+    std::string reason = g.front()->v.detail;
+    for (size_t at = reason.find('|'); at != std::string::npos; at = reason.find('|', at + 2)) reason.insert(at, "\\");
+    out += fmt::format("| {} | {} | {} | {} |\n", key.substr(0, key.find('\x1f')), reason, g.size(),
+                       examples(g, 3));
   }
 }
 

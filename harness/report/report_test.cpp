@@ -10,6 +10,8 @@
 namespace kvh {
 namespace {
 
+std::string fmt_repro(uint64_t seed) { return "kvharness run x.toml --filter 'id=" + std::to_string(seed) + "'"; }
+
 RunReport sample() {
   RunReport r;
   r.backend = "cpu";
@@ -150,11 +152,117 @@ TEST(Report, CellsShowTheClassAndUnexpectedFailuresComeFirst) {
   ASSERT_NE(unexpected, std::string::npos);
   EXPECT_LT(unexpected, matrices);
   EXPECT_LT(matrices, expected);
-  EXPECT_NE(md.find("### reshape_and_cache — interleaved — CRASH crash (1 case)"), std::string::npos) << md;
+  EXPECT_NE(md.find("### reshape_and_cache — CRASH crash: signal N (1 case)"), std::string::npos) << md;
   const auto j = nlohmann::json::parse(results_json(r));
   EXPECT_EQ(j["counts"]["unexpected_failures"], 2);
   EXPECT_EQ(j["counts"]["expected_failures"], 1);
   EXPECT_EQ(j["counts"]["crash"], 1);
+}
+
+// Issue 21: what groups CRASH and UNSUPPORTED messages. Numbers go, source lines and names stay.
+TEST(Report, MessageKeyDropsPerCaseNumbersButKeepsLinesAndNames) {
+  EXPECT_EQ(message_key("out of resource: shared memory, Required: 139264, Hardware limit: 101376 (k.py:42)"),
+            "out of resource: shared memory, Required: N, Hardware limit: N (k.py:42)");
+  EXPECT_EQ(message_key("head_size 96 is not a power of two"), "head_size N is not a power of two");
+  EXPECT_EQ(message_key("fp8_e4m3fn on gfx942, sm_90: 1.5e-03 at 0x7f3a12 [4, 128]"),
+            "fp8_e4m3fn on gfx942, sm_90: N at 0xN [N, N]");
+  // Known-bad contrasts: two raising lines, two words, must stay apart.
+  EXPECT_NE(message_key("boom (k.py:42)"), message_key("boom (k.py:50)"));
+  EXPECT_NE(message_key("float16 unsupported"), message_key("float32 unsupported"));
+}
+
+CaseResult crashed(const std::string& reader, const std::string& message, uint64_t seed) {
+  CaseResult cr;
+  cr.c.kind = CaseKind::Attention;
+  cr.c.model = "M";
+  cr.c.reader = reader;
+  cr.c.seed = seed;
+  cr.c.layout = seed % 2 ? Scheme::Interleaved : Scheme::KvFirst;
+  cr.routed_to = reader;
+  cr.repro = fmt_repro(seed);
+  add_cause(cr.v, component::kReader, reason::kLaunchError, reader + " raised: " + message, true);
+  return cr;
+}
+
+// Issue 21: one compile error that hits 96 cases is ONE finding with its count, a few ids and one repro;
+// a second message of that kernel, and the same message of another kernel, are findings of their own.
+TEST(Report, CrashesAreGroupedByKernelAndMessage) {
+  RunReport r = sample();
+  for (uint64_t i = 0; i < 96; ++i)
+    r.results.push_back(crashed("triton_pa", "RuntimeError: out of resource: shared memory, Required: " +
+                                                 std::to_string(65536 + 1024 * i) + ", Hardware limit: 101376 (p.py:7)",
+                                i));
+  r.results.push_back(crashed("triton_pa", "RuntimeError: out of resource: shared memory (p.py:9)", 200));
+  r.results.push_back(crashed("triton_pa", "RuntimeError: out of resource: shared memory (p.py:9)", 201));
+  r.results.push_back(crashed("other_pa", "RuntimeError: out of resource: shared memory (p.py:9)", 202));
+  const std::string md = summary_markdown(r);
+  const std::string unexpected = md.substr(md.find("## Unexpected failures"), md.find("## Matrices") - md.find("## Unexpected failures"));
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = unexpected.find(what); at != std::string::npos; at = unexpected.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\n### "), 3u + 1u) << unexpected;  // the three crash findings, and sample()'s FAIL group
+  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error: triton_pa raised: RuntimeError: out of resource: "
+                            "shared memory, Required: N, Hardware limit: N (p.py:7) (96 cases)"),
+            std::string::npos)
+      << unexpected;
+  EXPECT_NE(unexpected.find("- 96 cases (interleaved, kv_first): `"), std::string::npos) << unexpected;
+  EXPECT_NE(unexpected.find(" and 93 more"), std::string::npos) << unexpected;
+  EXPECT_NE(unexpected.find("(p.py:9) (2 cases)"), std::string::npos) << unexpected;
+  EXPECT_NE(unexpected.find("### other_pa — CRASH launch_error: other_pa raised: RuntimeError: out of resource: "
+                            "shared memory (p.py:9) (1 case)"),
+            std::string::npos)
+      << unexpected;
+  EXPECT_EQ(count("- reproduce: "), 3u + 1u) << "one repro per crash finding";
+  EXPECT_NE(unexpected.find("messages that differ only in numbers"), std::string::npos) << "the rule is stated";
+  // results.json keeps every case.
+  EXPECT_EQ(nlohmann::json::parse(results_json(r))["cases"].size(), r.results.size());
+}
+
+TEST(Report, UnsupportedCasesAreGroupedByKernelAndMessage) {
+  RunReport r = sample();
+  for (uint64_t i = 0; i < 5; ++i) {
+    CaseResult u = crashed("vllm_unified_attention", "", i);
+    u.v = Verdict{};
+    u.v.status = Status::Unsupported;
+    u.v.reason = reason::kUnsupported;
+    u.v.detail = "vllm_unified_attention refused the case at call time: head_size " + std::to_string(80 + 16 * i) +
+                 " is not a power of two";
+    r.results.push_back(u);
+  }
+  CaseResult other = r.results.back();
+  other.c.reader = other.routed_to = "aiter_pa";
+  other.v.detail = "aiter_pa refused the case at call time: head_size 96 is not a power of two";
+  r.results.push_back(other);
+  const std::string md = summary_markdown(r);
+  const std::string u = md.substr(md.find("## Unsupported"));
+  EXPECT_NE(u.find("| vllm_unified_attention | vllm_unified_attention refused the case at call time: head_size 80 "
+                   "is not a power of two | 5 | `"),
+            std::string::npos)
+      << u;
+  EXPECT_NE(u.find("| aiter_pa | aiter_pa refused the case at call time: head_size 96 is not a power of two | 1 |"),
+            std::string::npos)
+      << u;
+  EXPECT_NE(u.find(" and 2 more |"), std::string::npos) << u;
+}
+
+// Issue 21: under --replace-kernel the header, the headings and the matrix rows name the substitute.
+TEST(Report, ReplacedKernelsAreNamedByTheirSubstitute) {
+  RunReport r = sample();
+  r.replaced_kernels["paged_attention_rocm"] = "paged_attention_rocm (replaced by python:mod:my_pa)";
+  r.results.push_back(crashed("paged_attention_rocm", "RuntimeError: x (mod.py:3)", 1));
+  r.results.push_back(crashed("paged_attention_rocm_v2", "RuntimeError: x (mod.py:3)", 2));  // not replaced
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("- kernels replaced (--replace-kernel; the substitute's code and declaration ran, judged under "
+                    "the real name): paged_attention_rocm (replaced by python:mod:my_pa)\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### paged_attention_rocm (replaced by python:mod:my_pa) — CRASH"), std::string::npos) << md;
+  EXPECT_NE(md.find("| reference+paged_attention_rocm (replaced by python:mod:my_pa) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("### paged_attention_rocm_v2 — CRASH"), std::string::npos) << "a whole name only: " << md;
+  EXPECT_EQ(nlohmann::json::parse(results_json(r))["replaced_kernels"]["paged_attention_rocm"],
+            "paged_attention_rocm (replaced by python:mod:my_pa)");
 }
 
 // Issue 7, defect 4: an interrupted run's junit.xml carries an error, so a CI that reads only junit fails.

@@ -117,7 +117,10 @@ void finish_report(RunReport& rep, size_t total, int stop_signal) {
 
 RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::string>& case_file_of,
                     const Registry& registry, const RunOptions& o, const std::atomic<int>& stop,
-                    const RunReport& base) {
+                    const RunReport& given) {
+  RunReport base = given;
+  for (const auto& n : registry.names())  // --replace-kernel: reports name the substitute that ran
+    if (const Kernel* k = registry.find(n); k && !k->substitute.empty()) base.replaced_kernels[n] = k->label();
   if (o.isolate) return run_cases_isolated(cases, case_file_of, registry, o, stop, base);
   RunReport rep = start_report(base, o);
   const size_t total = cases.size() + o.resumed.size();

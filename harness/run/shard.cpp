@@ -151,6 +151,9 @@ RunReport merge_runs(const std::vector<std::string>& inputs) {
     }
     hosts.insert(str(d, "host"));
     for (const auto& s : d.value("expectation_sources", std::vector<std::string>{})) sources.insert(s);
+    if (d.contains("replaced_kernels") && d["replaced_kernels"].is_object())
+      for (const auto& [real, label] : d["replaced_kernels"].items())
+        if (label.is_string()) m.replaced_kernels[real] = label.get<std::string>();
     m.merged_from.push_back(in);
     for (const json& e : d.at("cases")) {
       const std::string id = str(e, "id");

@@ -39,6 +39,15 @@
  * as CRASH launch_error; any other value is a HIP error code from the kernel
  * (hipErrorInvalidValue = 1 for arguments the kernel does not accept: the
  * kernel refused, FAIL launch_error).
+ * Appended in kvharness 0.5 (call-time refusal): KVH_UNSUPPORTED from a kernel
+ * entry point, a workspace_bytes or a workspaces function means the kernel
+ * declines this case at call time (a limit its capabilities cannot express: a
+ * power-of-two head size, shared memory at a page size; Python providers raise
+ * kvharness.Unsupported(reason)); last_error(context) is the reason. The harness
+ * treats it like a case outside the declared capabilities: UNSUPPORTED when the
+ * case names the kernel, `misroute` when a router picked it, XPASS when a
+ * declaration expected the case to fail. The harness never calls it again for
+ * that case, so the kernel need not leave its outputs written.
  */
 #ifndef KVHARNESS_PROVIDER_H
 #define KVHARNESS_PROVIDER_H
@@ -58,6 +67,10 @@ extern "C" {
 
 /** Return code of a kernel entry point: the provider failed (raised), not the kernel. */
 #define KVH_RAISED (-1)
+/* ---- appended in kvharness 0.5 (call-time refusal) ---- */
+/** Return code of a kernel, workspace_bytes or workspaces entry point: the kernel declines this
+ *  case (last_error says why); the case is UNSUPPORTED (a misroute when a router picked the kernel). */
+#define KVH_UNSUPPORTED (-2)
 
 #ifdef __cplusplus
 #define KVH_STRUCT_SIZE(T) uint32_t struct_size = sizeof(T)
@@ -240,13 +253,15 @@ typedef struct kvh_capabilities {
 
 typedef int (*kvh_write_fn)(void* context, const kvh_write_args* args, void* stream);
 typedef int (*kvh_attention_fn)(void* context, const kvh_attention_args* args, void* stream);
-/** Sets *bytes to the workspace `args` needs (args.workspace is null then); returns 0, or KVH_RAISED. */
+/** Sets *bytes to the workspace `args` needs (args.workspace is null then); returns 0, KVH_RAISED
+ *  or KVH_UNSUPPORTED. */
 typedef int (*kvh_workspace_fn)(void* context, const kvh_attention_args* args, uint64_t* bytes);
 /** Typed workspaces: fills specs[0 .. *count) (*count <= max_specs = KVH_MAX_WORKSPACES) for
- *  `args` (its workspaces are not set yet); returns 0, or KVH_RAISED. */
+ *  `args` (its workspaces are not set yet); returns 0, KVH_RAISED or KVH_UNSUPPORTED. */
 typedef int (*kvh_workspaces_fn)(void* context, const kvh_attention_args* args, kvh_workspace_spec* specs,
                                  int32_t max_specs, int32_t* count);
-/** The message of the last KVH_RAISED on this context (this thread); valid until the next call on it. */
+/** The message of the last KVH_RAISED (the reason of the last KVH_UNSUPPORTED) on this context (this
+ *  thread); valid until the next call on it. */
 typedef const char* (*kvh_last_error_fn)(void* context);
 
 /** One kernel a provider offers (ABI 2). Growable. `fixture` != 0 marks a
@@ -264,7 +279,7 @@ typedef struct kvh_kernel_desc {
   kvh_write_fn write;      /* role == KVH_ROLE_WRITER */
   kvh_attention_fn attention;       /* role == KVH_ROLE_READER */
   kvh_workspace_fn workspace_bytes; /* role == KVH_ROLE_READER; may be null (no workspace) */
-  kvh_last_error_fn last_error;     /* may be null (the provider never returns KVH_RAISED) */
+  kvh_last_error_fn last_error;     /* may be null (the provider never returns KVH_RAISED/KVH_UNSUPPORTED) */
   const kvh_capabilities* capabilities; /* may be null: every default */
   /* ---- appended in kvharness 0.4 ---- */
   kvh_workspaces_fn workspaces;     /* role == KVH_ROLE_READER; may be null. When set, the harness asks it

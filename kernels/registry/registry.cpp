@@ -90,6 +90,7 @@ uint64_t WorkspaceEntry::operator()(const kvh_attention_args* args) const {
   const int rc = fn_(context_, args, &bytes);
   if (rc != 0) {
     const char* m = last_error_ ? last_error_(context_) : nullptr;
+    if (rc == KVH_UNSUPPORTED) throw KernelRefused(m && *m ? m : "(no reason given)");
     throw std::runtime_error(std::string("workspace_bytes raised: ") + (m && *m ? m : "(no message)"));
   }
   return bytes;
@@ -99,8 +100,9 @@ std::vector<kvh_workspace_spec> WorkspacesEntry::operator()(const kvh_attention_
   std::vector<kvh_workspace_spec> specs(KVH_MAX_WORKSPACES);
   std::memset(static_cast<void*>(specs.data()), 0, specs.size() * sizeof(kvh_workspace_spec));
   int32_t count = 0;
-  if (fn_(context_, args, specs.data(), KVH_MAX_WORKSPACES, &count) != 0) {
+  if (const int rc = fn_(context_, args, specs.data(), KVH_MAX_WORKSPACES, &count); rc != 0) {
     const char* m = last_error_ ? last_error_(context_) : nullptr;
+    if (rc == KVH_UNSUPPORTED) throw KernelRefused(m && *m ? m : "(no reason given)");
     throw std::runtime_error(std::string("workspaces raised: ") + (m && *m ? m : "(no message)"));
   }
   if (count < 0 || count > KVH_MAX_WORKSPACES)
@@ -130,8 +132,11 @@ std::string Kernel::last_error() const {
   return m && *m ? m : "the provider failed without a message";
 }
 
+std::string Kernel::label() const { return substitute.empty() ? name : name + " (replaced by " + substitute + ")"; }
+
 std::string Kernel::outside_capabilities(const KernelUse& u) const {
   const Capabilities& c = caps;
+  const std::string name = label();  // the declaration that applies is the substitute's
   if (!(c.cache_formats & (1u << u.cache_format)))
     return name + " declares cache format " + cache_format_name(cache_format) + "; this case needs " +
            cache_format_name(u.cache_format);
@@ -355,6 +360,7 @@ void Registry::replace(const std::string& real, const std::string& with) {
   k.fixture = r->second.fixture;
   k.description = with + " in place of " + real + ": " + w->second.description;
   k.origin = w->second.origin + " (replacing " + r->second.origin + ")";
+  k.substitute = w->second.origin == "builtin" ? with : w->second.origin + ":" + with;
   r->second = std::move(k);
 }
 

@@ -22,6 +22,13 @@ struct ProviderLoadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A kernel declined a case at call time (KVH_UNSUPPORTED from its workspace_bytes or
+/// workspaces function; kvharness.Unsupported in Python): what() is the provider's reason.
+/// The case is UNSUPPORTED like one outside the declared capabilities (misroute when routed).
+struct KernelRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// A kernel's declared capabilities, owned (kvh_capabilities with defaults applied).
 struct Capabilities {
   std::vector<int32_t> head_sizes;   // empty: readers any multiple of 8 up to 256, writers any
@@ -71,7 +78,8 @@ class WorkspaceEntry {
       : fn_(fn), context_(context), last_error_(last_error) {}
   explicit operator bool() const { return fn_ != nullptr; }
   /// Bytes of workspace for `args`. Throws std::runtime_error with the
-  /// provider's message when the provider raised.
+  /// provider's message when the provider raised, KernelRefused with its
+  /// reason when it returned KVH_UNSUPPORTED.
   uint64_t operator()(const kvh_attention_args* args) const;
 
  private:
@@ -87,8 +95,8 @@ class WorkspacesEntry {
   WorkspacesEntry(kvh_workspaces_fn fn, void* context, kvh_last_error_fn last_error)
       : fn_(fn), context_(context), last_error_(last_error) {}
   explicit operator bool() const { return fn_ != nullptr; }
-  /// The workspaces `args` needs. Throws std::runtime_error with the provider's
-  /// message when it raised, or naming the bad entry when a count, ndim,
+  /// The workspaces `args` needs. Throws KernelRefused with the provider's reason
+  /// when it returned KVH_UNSUPPORTED, std::runtime_error with its message when it raised, or naming the bad entry when a count, ndim,
   /// shape (negative) or dtype is out of range or a name is not NUL-terminated.
   std::vector<kvh_workspace_spec> operator()(const kvh_attention_args* args) const;
 
@@ -114,9 +122,13 @@ struct Kernel {
   detail::WorkspacesEntry workspaces;           // typed workspaces; when set, used instead of workspace_bytes
   void* context = nullptr;
   kvh_last_error_fn last_error_fn = nullptr;
+  std::string substitute;  // --replace-kernel REAL=WITH: "WITH" (a provider's: "python:MOD:WITH"); empty otherwise
 
-  /// The provider's message for its last KVH_RAISED, or a generic one.
+  /// The provider's message for its last KVH_RAISED (reason of its last KVH_UNSUPPORTED), or a generic one.
   std::string last_error() const;
+  /// The name verdicts and reports give the kernel: `name`, or under --replace-kernel
+  /// "REAL (replaced by python:mod:WITH)", since the substitute's code and declaration apply.
+  std::string label() const;
   /// Empty when `use` lies within the capabilities; else why not, e.g.
   /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64", or
   /// "X declares no support for score modifier(s) sinks, alibi; this case uses them".

@@ -63,6 +63,7 @@ struct KernelCtx {
   int index = 0;  // in _bridge's kernel list
   std::string name, description, error;
   std::string pending;  // workspace_bytes raised: reported by the launch that follows
+  int pending_rc = KVH_RAISED;  // or KVH_UNSUPPORTED: workspace_bytes declined the case (kvharness 0.5)
   std::vector<int32_t> head_sizes, block_sizes;
   kvh_capabilities caps{};
   bool modifier_kwargs = false;  // sliding_window, softcap, head_offset, sinks, alibi_slopes
@@ -288,14 +289,19 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
   return kw;
 }
 
-// Runs `body` (which returns a Python object: None on success, else the
-// provider's error text) under the GIL; every failure becomes KVH_RAISED.
+// Runs `body` (which returns a Python object: None on success, ("unsupported", reason) when the
+// provider raised kvharness.Unsupported, else the provider's error text) under the GIL; a refusal
+// becomes KVH_UNSUPPORTED (kvharness 0.5), every other failure KVH_RAISED.
 template <class Body> int guarded(KernelCtx* k, Body&& body) {
   try {
     py::gil_scoped_acquire gil;
     try {
       py::object r = body();
       if (r.is_none()) return 0;
+      if (py::isinstance<py::tuple>(r)) {
+        k->error = py::str(py::tuple(r)[1]);
+        return KVH_UNSUPPORTED;
+      }
       k->error = py::str(r);
     } catch (py::error_already_set& e) {
       k->error = std::string("kvharness bridge: ") + e.what();
@@ -320,7 +326,7 @@ int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
   if (!k->pending.empty()) {  // sizing the workspace is part of the launch
     k->error = std::move(k->pending);
     k->pending.clear();
-    return KVH_RAISED;
+    return k->pending_rc;
   }
   return guarded(k, [&] {
     return k->bridge->call(k->index, attention_kwargs(*a, *k->bridge, true, *k),
@@ -330,7 +336,8 @@ int py_attention(void* ctx, const kvh_attention_args* a, void* stream) {
 
 // A Python workspace_bytes that raises reports 0 bytes and leaves its error
 // pending: the launch that follows returns KVH_RAISED with it, so the case is
-// CRASH launch_error with the provider's file:line like any raising kernel.
+// CRASH launch_error with the provider's file:line like any raising kernel
+// (kvharness.Unsupported: KVH_UNSUPPORTED with the reason).
 int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
   auto* k = static_cast<KernelCtx*>(ctx);
   *bytes = 0;
@@ -345,7 +352,8 @@ int py_workspace(void* ctx, const kvh_attention_args* a, uint64_t* bytes) {
     }
     return r;  // the error text
   });
-  if (rc != 0) k->pending = "workspace_bytes: " + k->error;
+  if (rc != 0) k->pending = rc == KVH_UNSUPPORTED ? k->error : "workspace_bytes: " + k->error;
+  k->pending_rc = rc;
   return 0;
 }
 

@@ -22,7 +22,7 @@ import dataclasses
 import sys
 from typing import Callable, Optional, Sequence
 
-__all__ = ["writer", "reader", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES", "MODIFIERS",
+__all__ = ["writer", "reader", "Unsupported", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES", "MODIFIERS",
            "WORKSPACE_DTYPES", "ANY_QUERY_LEN", "READER_ARGS"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
@@ -63,6 +63,23 @@ RAGGED_ARGS = ("query_start_loc", "seq_lens", "max_query_len", "num_query_tokens
                "v_scale_tensor")
 
 ROLE_WRITER, ROLE_READER = 1, 2
+
+
+class Unsupported(Exception):
+    """Raised by a kernel (or its workspace_bytes / workspaces function) to decline a case at call
+    time, for a limit its declared capabilities cannot express (kvharness 0.5; provider.h
+    KVH_UNSUPPORTED)::
+
+        if head_size & (head_size - 1):
+            raise kvharness.Unsupported(f"head_size {head_size} is not a power of two")
+
+    The case is UNSUPPORTED with the reason "NAME refused the case at call time: REASON", or a
+    misroute when a router picked the kernel, as a case outside the declaration is. Raised anywhere
+    below the kernel (inside the stack it calls) it counts the same."""
+
+    def __init__(self, reason: str = ""):
+        super().__init__(reason)
+        self.reason = str(reason)
 
 
 @dataclasses.dataclass

@@ -3,8 +3,10 @@
 load(spec, device_type, device_id) -> (Handle | None, error text | None)
 Handle.kernels: one dict per kernel for the C side; Handle.call(index, kwargs,
 stream), Handle.workspace_bytes(index, kwargs) and Handle.workspaces(index,
-kwargs) return None / an int / a list of (name, kvh_dtype, shape) on success
-and the error text (exception type, message, provider file:line) on failure:
+kwargs) return None / an int / a list of (name, kvh_dtype, shape) on success,
+("unsupported", reason) when the provider raised kvharness.Unsupported
+(KVH_UNSUPPORTED, kvharness 0.5), and the error text (exception type, message,
+provider file:line; the innermost frame of the stack it called) on failure:
 no Python exception crosses into C++.
 
 Ragged-query arguments (kvharness 0.4) arrive from bridge.cpp as provider.h
@@ -24,6 +26,7 @@ import inspect
 import os
 import site
 import sys
+import sysconfig
 import traceback
 
 import kvharness
@@ -90,21 +93,93 @@ def _import_error(spec: str, e: BaseException) -> str:
     return f"import failed: {text}" + (f" ({where})" if where else "")
 
 
+def _short(path: str) -> str:
+    """`path` as short as it reads unambiguously: relative to the working directory when inside it,
+    else to the sys.path entry holding it (vllm/attention/ops/foo.py), else absolute."""
+    path = os.path.abspath(path)
+    best = path
+    rel = os.path.relpath(path)
+    if not rel.startswith(".."):
+        best = rel
+    for entry in sys.path:
+        root = os.path.abspath(entry or ".")
+        if path.startswith(root + os.sep) and len(path) - len(root) - 1 < len(best):
+            best = path[len(root) + 1:]
+    return best
+
+
+# Where frames of the stack under test are not: Python's own library, and the packages the stack
+# raises through (torch, triton). A name in _LIBRARY_PACKAGES counts as installed when a path
+# segment site-packages/dist-packages comes right before it, or where the loaded package lives.
+_LIBRARY_PACKAGES = ("torch", "triton")
+
+
+def _library_roots():
+    roots = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    roots.add(os.path.dirname(os.path.abspath(importlib.__file__)))
+    for name in _LIBRARY_PACKAGES:
+        mod = sys.modules.get(name)
+        if getattr(mod, "__file__", None):
+            roots.add(os.path.dirname(os.path.abspath(mod.__file__)))
+    return roots
+
+
+def _is_library(path: str, roots) -> bool:
+    """True for the standard library, the kvharness package, torch and triton."""
+    if path.startswith("<"):
+        return True  # <frozen ...>, <string>: no source to point at
+    p = os.path.abspath(path)
+    parts = p.split(os.sep)
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1] in _LIBRARY_PACKAGES or parts[i + 1] == "kvharness"
+    if p.startswith(os.path.dirname(os.path.abspath(kvharness.__file__)) + os.sep):
+        return True
+    return any(p.startswith(r + os.sep) for r in roots)
+
+
+def _raised_in(frames, after: int, provider_frame) -> str:
+    """'raised in FILE:LINE in FUNC': the innermost frame past index `after` that is the stack's (not the
+    provider's file, not kvharness, the standard library, torch or triton); else the innermost frame
+    when it is not the provider's own line; else ''."""
+    roots = _library_roots()
+    home = os.path.abspath(provider_frame.filename) if provider_frame else None
+    inner = frames[after + 1:]
+    stack = [f for f in inner if os.path.abspath(f.filename) != home and not _is_library(f.filename, roots)]
+    pick = stack[-1] if stack else (frames[-1] if frames and frames[-1] is not provider_frame else None)
+    if pick is None or (home and os.path.abspath(pick.filename) == home):
+        return ""
+    if pick.filename.startswith("<"):
+        return ""
+    return f"raised in {_short(pick.filename)}:{pick.lineno} in {pick.name}"
+
+
 def _describe(e: BaseException, kernel, fn=None) -> str:
-    """'TYPE: message (file:line)': the last traceback frame inside the provider's file (that of `fn`,
-    default the kernel's function; else fn's def line)."""
+    """'TYPE: message (file:line; raised in STACKFILE:LINE in FUNC)': the last traceback frame inside the
+    provider's file (that of `fn`, default the kernel's function; else fn's def line), and the innermost
+    frame of the stack below it (_raised_in) when there is one."""
     text = traceback.format_exception_only(type(e), e)[-1].strip()
     code = getattr(fn or kernel.fn, "__code__", None)
     home = os.path.abspath(code.co_filename) if code else None
     frames = traceback.extract_tb(e.__traceback__)
-    mine = [f for f in frames if home and os.path.abspath(f.filename) == home]
+    mine = [i for i, f in enumerate(frames) if home and os.path.abspath(f.filename) == home]
     if mine:
-        where = _where(mine[-1].filename, mine[-1].lineno)
+        where = _where(frames[mine[-1]].filename, frames[mine[-1]].lineno)
     elif code:
         where = _where(code.co_filename, code.co_firstlineno)  # e.g. a bad argument list: the def line
     else:
         where = "?"
-    return f"{text} ({where})"
+    if mine:
+        deeper = _raised_in(frames, mine[-1], frames[mine[-1]])
+    else:  # a bad argument list raises in the call itself (nothing deeper); no source: any frame helps
+        deeper = "" if code else _raised_in(frames, -1, None)
+    return f"{text} ({where}{'; ' + deeper if deeper else ''})"
+
+
+def _refusal(e) -> tuple:
+    """What bridge.cpp turns into KVH_UNSUPPORTED: ("unsupported", the reason, never empty)."""
+    reason = str(getattr(e, "reason", "") or e or "").strip()
+    return ("unsupported", reason or "kvharness.Unsupported raised without a reason")
 
 
 def _named(fn):
@@ -222,6 +297,8 @@ class Handle:
             with self._stream(stream):
                 k.fn(**args)
             return None
+        except kvharness.Unsupported as e:
+            return _refusal(e)
         except BaseException as e:  # noqa: B902 -- nothing may cross into C++
             return _describe(e, k)
 
@@ -232,6 +309,8 @@ class Handle:
             if not isinstance(n, int):
                 return f"TypeError: workspace_bytes of {k.name} returned {type(n).__name__}, expected int"
             return n
+        except kvharness.Unsupported as e:
+            return _refusal(e)
         except BaseException as e:  # noqa: B902
             return _describe(e, k, k.workspace_bytes)
 
@@ -250,6 +329,8 @@ class Handle:
             specs = self._declared_specs(index, kwargs)
             self._last_specs[index] = specs
             return [(n, code, list(shape)) for n, code, shape in specs]
+        except kvharness.Unsupported as e:
+            return _refusal(e)
         except BaseException as e:  # noqa: B902
             return _describe(e, k, k.workspaces if callable(k.workspaces) else None)
 
@@ -270,6 +351,8 @@ class Handle:
         if not matches(specs):
             try:
                 specs = self._declared_specs(index, kwargs)
+            except kvharness.Unsupported:
+                raise  # a refusal, not a broken declaration
             except BaseException as e:  # noqa: B902
                 raise RuntimeError(f"reader {k.name!r}: its workspaces declaration raised: "
                                    f"{_describe(e, k, k.workspaces if callable(k.workspaces) else None)}") from None

@@ -181,6 +181,143 @@ class Bridge(unittest.TestCase):
         self.assertEqual(h.workspace_bytes(0, {"block_size": 16, "query": None}), 48)
 
 
+# ---- kvharness 0.5: call-time refusal, the stack's frame in CRASH messages ----
+
+
+def stack_tree(files):
+    """A synthetic stack: {relative path: source} under a fresh root put on sys.path; returns the root."""
+    root = tempfile.mkdtemp()
+    for rel, src in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(src))
+    sys.path.insert(0, root)
+    return root
+
+
+class Findings(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # fakestack/attention/ops/paged.py: the stack's kernel file, two modules below the provider.
+        stack_tree({
+            "fakestack/__init__.py": "",
+            "fakestack/attention/__init__.py": "",
+            "fakestack/attention/ops/__init__.py": "",
+            "fakestack/attention/ops/paged.py": """
+                import json
+                import kvharness
+
+                def unified_attention(head_size):
+                    if head_size == 96:
+                        raise RuntimeError(f"out of resource: shared memory, Required: {head_size * 1024}")  # STACK RAISE
+                    if head_size == 80:
+                        raise kvharness.Unsupported(f"head_size {head_size} is not a power of two")
+                    if head_size == 72:
+                        json.loads("{")  # the standard library raises below the stack's line  # STACK JSON
+                    if head_size == 64:
+                        import torch
+                        torch.nn.functional.interpolate(torch.zeros(1), scale_factor=2)  # torch raises below  # STACK TORCH
+                """,
+        })
+
+    def test_unsupported_is_exported(self):
+        self.assertIn("Unsupported", kvharness.__all__)
+        self.assertTrue(issubclass(kvharness.Unsupported, Exception))
+        self.assertEqual(kvharness.Unsupported("why").reason, "why")
+
+    def test_a_kernel_that_raises_unsupported_returns_the_reason(self):
+        _, h, idx = load_source("""
+            import kvharness
+            from kvharness import writer, reader
+            @writer("t_refuses", cache_format="flash")
+            def w(block_size):
+                raise kvharness.Unsupported(f"block_size {block_size} needs too much shared memory")
+            @writer("t_empty_reason", cache_format="flash")
+            def e(block_size):
+                raise kvharness.Unsupported()
+            def ws(block_size, **kw):
+                raise kvharness.Unsupported("no split-K plan")
+            @reader("t_ws_refuses", cache_format="pa_v1", workspace_bytes=ws)
+            def r(**kw):
+                pass
+            def typed(block_size, **kw):
+                raise kvharness.Unsupported("no typed workspaces")
+            @reader("t_typed_refuses", cache_format="flash", workspaces=typed)
+            def t(**kw):
+                pass
+            """)
+        self.assertEqual(h.call(idx["t_refuses"], {"block_size": 544}, 0),
+                         ("unsupported", "block_size 544 needs too much shared memory"))
+        self.assertEqual(h.call(idx["t_empty_reason"], {"block_size": 16}, 0)[0], "unsupported")
+        self.assertTrue(h.call(idx["t_empty_reason"], {"block_size": 16}, 0)[1], "never an empty reason")
+        self.assertEqual(h.workspace_bytes(idx["t_ws_refuses"], {"block_size": 16, "query": None}),
+                         ("unsupported", "no split-K plan"))
+        self.assertEqual(h.workspaces(idx["t_typed_refuses"], decode_kwargs()), ("unsupported", "no typed workspaces"))
+
+    def test_unsupported_raised_inside_the_stack_counts_the_same(self):
+        _, h, idx = load_source("""
+            from kvharness import writer
+            from fakestack.attention.ops import paged
+            @writer("t_stack", cache_format="flash")
+            def w(head_size):
+                paged.unified_attention(head_size)
+            """)
+        self.assertEqual(h.call(idx["t_stack"], {"head_size": 80}, 0), ("unsupported", "head_size 80 is not a power of two"))
+        self.assertIsNone(h.call(idx["t_stack"], {"head_size": 128}, 0))
+
+    def test_a_crash_names_the_providers_line_and_the_stacks_frame(self):
+        path, h, idx = load_source("""
+            from kvharness import writer
+            from fakestack.attention.ops import paged
+            @writer("t_stack", cache_format="flash")
+            def w(head_size):
+                paged.unified_attention(head_size)  # PROVIDER CALL
+            """)
+        stack = os.path.join("fakestack", "attention", "ops", "paged.py")
+        stack_line = marked_line_of(sys.modules["fakestack.attention.ops.paged"].__file__, "# STACK RAISE")
+        msg = h.call(idx["t_stack"], {"head_size": 96}, 0)
+        self.assertTrue(msg.startswith("RuntimeError: out of resource: shared memory, Required: 98304 ("), msg)
+        self.assertTrue(msg.endswith(f"{path}:6; raised in {stack}:{stack_line} in unified_attention)"), msg)
+        # The standard library's frame below the stack's line is not where the stack raised.
+        json_line = marked_line_of(sys.modules["fakestack.attention.ops.paged"].__file__, "# STACK JSON")
+        msg = h.call(idx["t_stack"], {"head_size": 72}, 0)
+        self.assertIn("JSONDecodeError", msg)
+        self.assertTrue(msg.endswith(f"{path}:6; raised in {stack}:{json_line} in unified_attention)"), msg)
+        torch_line = marked_line_of(sys.modules["fakestack.attention.ops.paged"].__file__, "# STACK TORCH")
+        msg = h.call(idx["t_stack"], {"head_size": 64}, 0)
+        self.assertTrue(msg.startswith("NotImplementedError: "), msg)
+        self.assertTrue(msg.endswith(f"{path}:6; raised in {stack}:{torch_line} in unified_attention)"), msg)
+
+    def test_without_a_stack_frame_only_the_providers_line(self):
+        path, h, idx = load_source("""
+            from kvharness import writer
+            def helper(n):
+                raise KeyError(n)
+            @writer("t_local", cache_format="flash")
+            def w(block_size):
+                helper(block_size)
+            @writer("t_stdlib", cache_format="flash")
+            def s(block_size):
+                import json
+                json.loads("{")
+            """)
+        msg = h.call(idx["t_local"], {"block_size": 3}, 0)
+        self.assertTrue(msg.endswith(f"{path}:4)"), msg)  # the helper in the provider file: nothing deeper
+        self.assertNotIn("raised in", msg)
+        # Only the standard library below the provider: its innermost frame, as the innermost frame overall.
+        msg = h.call(idx["t_stdlib"], {"block_size": 3}, 0)
+        self.assertRegex(msg, rf"{path}:11; raised in .*json.*\.py:\d+ in \w+\)$")
+
+
+def marked_line_of(path, marker):
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if marker in line:
+                return i
+    raise AssertionError(f"{path}: no line marked {marker!r}")
+
+
 # ---- kvharness_torch against plain-Python references on strided views ----
 
 X = 8
