@@ -333,14 +333,6 @@ void write_header(std::string& out, const RunReport& r) {
          "declaration; `n/a` unsupported. `k/n`: k of the cell's n cases are in the state shown.\n";
 }
 
-// At most `n` characters of `s` (a heading), cut at a character boundary with "…".
-std::string clip(const std::string& s, size_t n) {
-  if (s.size() <= n) return s;
-  size_t cut = n;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-  return s.substr(0, cut) + "…";
-}
-
 // "`a`, `b`, `c` and 93 more": the first `shown` case ids of a group.
 std::string examples(const std::vector<const CaseResult*>& cases, size_t shown) {
   std::vector<std::string> ids;
@@ -372,7 +364,7 @@ void write_unexpected(std::string& out, const RunReport& r) {
   for (const auto& cr : r.results) {
     if (!cr.unexpected_failure()) continue;
     if (cr.v.status == Status::Crash)
-      crashes.add(fmt::format("{} — CRASH {}: {}", kernel_of(r, cr), cr.v.reason, message_key(cr.v.detail)), cr);
+      crashes.add(fmt::format("{} — CRASH {}\x1f{}", kernel_of(r, cr), cr.v.reason, message_key(cr.v.detail)), cr);
     else
       others.add(fmt::format("{} — {} — {} {}", kernel_of(r, cr), to_string(cr.c.layout), to_string(cr.v.status),
                              cr.v.reason),
@@ -386,9 +378,11 @@ void write_unexpected(std::string& out, const RunReport& r) {
     const auto& g = crashes.cases[key];
     std::set<std::string> layouts;
     for (const CaseResult* cr : g) layouts.insert(to_string(cr->c.layout));
-    out += fmt::format("\n### {} ({} case{})\n\n- {} case{} ({}): {}\n- the first in full:\n", clip(key, 300),
-                       g.size(), g.size() == 1 ? "" : "s", g.size(), g.size() == 1 ? "" : "s",
-                       fmt::join(layouts, ", "), examples(g, 3));
+    const size_t cut = key.find('\x1f');
+    out += fmt::format("\n### {} ({} case{})\n\n- message (numbers as N): `{}`\n- {} case{} ({}): {}\n"
+                       "- the first in full:\n",
+                       key.substr(0, cut), g.size(), g.size() == 1 ? "" : "s", key.substr(cut + 1), g.size(),
+                       g.size() == 1 ? "" : "s", fmt::join(layouts, ", "), examples(g, 3));
     write_failure(out, ++k, *g.front());
   }
   for (const auto& key : others.order) {

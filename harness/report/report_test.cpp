@@ -152,7 +152,9 @@ TEST(Report, CellsShowTheClassAndUnexpectedFailuresComeFirst) {
   ASSERT_NE(unexpected, std::string::npos);
   EXPECT_LT(unexpected, matrices);
   EXPECT_LT(matrices, expected);
-  EXPECT_NE(md.find("### reshape_and_cache — CRASH crash: signal N (1 case)"), std::string::npos) << md;
+  EXPECT_NE(md.find("### reshape_and_cache — CRASH crash (1 case)\n\n- message (numbers as N): `signal N`"),
+            std::string::npos)
+      << md;
   const auto j = nlohmann::json::parse(results_json(r));
   EXPECT_EQ(j["counts"]["unexpected_failures"], 2);
   EXPECT_EQ(j["counts"]["expected_failures"], 1);
@@ -203,15 +205,18 @@ TEST(Report, CrashesAreGroupedByKernelAndMessage) {
     return n;
   };
   EXPECT_EQ(count("\n### "), 3u + 1u) << unexpected;  // the three crash findings, and sample()'s FAIL group
-  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error: triton_pa raised: RuntimeError: out of resource: "
-                            "shared memory, Required: N, Hardware limit: N (p.py:7) (96 cases)"),
+  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (96 cases)\n\n- message (numbers as N): `triton_pa "
+                            "raised: RuntimeError: out of resource: shared memory, Required: N, Hardware limit: N "
+                            "(p.py:7)`\n- 96 cases (interleaved, kv_first): `"),
             std::string::npos)
       << unexpected;
-  EXPECT_NE(unexpected.find("- 96 cases (interleaved, kv_first): `"), std::string::npos) << unexpected;
   EXPECT_NE(unexpected.find(" and 93 more"), std::string::npos) << unexpected;
-  EXPECT_NE(unexpected.find("(p.py:9) (2 cases)"), std::string::npos) << unexpected;
-  EXPECT_NE(unexpected.find("### other_pa — CRASH launch_error: other_pa raised: RuntimeError: out of resource: "
-                            "shared memory (p.py:9) (1 case)"),
+  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (2 cases)\n\n- message (numbers as N): `triton_pa "
+                            "raised: RuntimeError: out of resource: shared memory (p.py:9)`"),
+            std::string::npos)
+      << unexpected;
+  EXPECT_NE(unexpected.find("### other_pa — CRASH launch_error (1 case)\n\n- message (numbers as N): `other_pa "
+                            "raised: RuntimeError: out of resource: shared memory (p.py:9)`"),
             std::string::npos)
       << unexpected;
   EXPECT_EQ(count("- reproduce: "), 3u + 1u) << "one repro per crash finding";

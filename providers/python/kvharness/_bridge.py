@@ -94,13 +94,13 @@ def _import_error(spec: str, e: BaseException) -> str:
 
 
 def _short(path: str) -> str:
-    """`path` as short as it reads unambiguously: relative to the working directory when inside it,
-    else to the sys.path entry holding it (vllm/attention/ops/foo.py), else absolute."""
+    """`path` relative to the working directory when inside it (as _where), else to the innermost
+    sys.path entry holding it (vllm/attention/ops/foo.py of an installed stack), else absolute."""
     path = os.path.abspath(path)
-    best = path
     rel = os.path.relpath(path)
     if not rel.startswith(".."):
-        best = rel
+        return rel
+    best = path
     for entry in sys.path:
         root = os.path.abspath(entry or ".")
         if path.startswith(root + os.sep) and len(path) - len(root) - 1 < len(best):

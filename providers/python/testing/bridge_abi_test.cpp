@@ -7,7 +7,9 @@
 //    zero-filled, reach Python as a decode call;
 //  - a reader forwarding **kwargs to a fixed argument list never gets the new keywords;
 //  - typed workspaces: the declaration becomes kvh_workspace_spec entries; the buffers reach the
-//    reader by name, in place; a bad declaration (a dtype, 9 entries) is KVH_RAISED naming the entry.
+//    reader by name, in place; a bad declaration (a dtype, 9 entries) is KVH_RAISED naming the entry;
+//  - kvharness 0.5: kvharness.Unsupported from a reader, its workspace_bytes (at the launch that
+//    follows) or its workspaces function is KVH_UNSUPPORTED with the reason as last_error.
 // Usage: kvh_bridge_abi_test LIBKVH_PYTHON PROBE.py. Exit 0 when every check holds.
 #include <dlfcn.h>
 
@@ -220,6 +222,30 @@ int main(int argc, char** argv) {
     rc = many->workspaces(many->context, &c.a, specs, KVH_MAX_WORKSPACES, &count);
     check(rc == KVH_RAISED && error(many).find("9 entries, at most 8") != std::string::npos,
           "9 workspaces: KVH_RAISED: " + error(many));
+  }
+  {  // kvharness 0.5: call-time refusals
+    const kvh_kernel_desc* refuses = find(p, "probe_refuses");
+    const kvh_kernel_desc* ws = find(p, "probe_workspace_refuses");
+    const kvh_kernel_desc* typed_ws = find(p, "probe_workspaces_refuse");
+    check(refuses && ws && typed_ws, "the refusing probes are registered");
+    if (refuses && ws && typed_ws) {
+      Call c(false);
+      int rc = refuses->attention(refuses->context, &c.a, nullptr);
+      check(rc == KVH_UNSUPPORTED && error(refuses) == "head_size 8: planted refusal",
+            "kvharness.Unsupported: KVH_UNSUPPORTED, the reason as last_error (rc " + std::to_string(rc) + ") " +
+                error(refuses));
+      uint64_t bytes = 1;
+      rc = ws->workspace_bytes(ws->context, &c.a, &bytes);
+      check(rc == 0 && bytes == 0, "a refusing workspace_bytes reports 0 bytes, pending");
+      rc = ws->attention(ws->context, &c.a, nullptr);
+      check(rc == KVH_UNSUPPORTED && error(ws) == "no split-K plan for this batch",
+            "...and the launch that follows is KVH_UNSUPPORTED with its reason: " + error(ws));
+      kvh_workspace_spec specs[KVH_MAX_WORKSPACES];
+      int32_t count = -1;
+      rc = typed_ws->workspaces(typed_ws->context, &c.a, specs, KVH_MAX_WORKSPACES, &count);
+      check(rc == KVH_UNSUPPORTED && count == 0 && error(typed_ws) == "no split-K plan for this batch",
+            "a refusing workspaces function: KVH_UNSUPPORTED at once: " + error(typed_ws));
+    }
   }
   if (p.close) p.close(p.provider_context);
   std::printf(failures ? "%d check(s) failed\n" : "all checks passed\n", failures);

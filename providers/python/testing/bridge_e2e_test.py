@@ -10,6 +10,11 @@ TEST is one of:
   planted_failures     a writer that writes past its page through the view's storage is out_of_view_write;
                        a writer and a reader that raise are CRASH launch_error naming type, message and the
                        raising line of the provider file; the run goes on
+  findings             kvharness 0.5 (kvharness_findings.py): kvharness.Unsupported at call time is UNSUPPORTED
+                       with the reason (reader, writer, workspace sizing), XPASS where a declaration expected a
+                       failure, a misroute where a router picked the kernel (named by its substitute under
+                       --replace-kernel, also in summary.md's header); a crash two modules down names the
+                       provider's line and the stack's; summary.md groups crashes and refusals by (kernel, message)
   unimportable_module  a module whose import fails: exit 125 before any case, the module and its failing line
   abi_v1_provider_cli  an ABI 1 provider library loads through --provider (kvharness info)
   standalone_bridge    `cmake -S providers/python -B DIR && cmake --build DIR` builds the bridge alone, and
@@ -28,6 +33,8 @@ import subprocess
 import sys
 
 PLANTED = "providers/python/testing/kvharness_planted.py"
+FINDINGS = "providers/python/testing/kvharness_findings.py"
+FINDINGS_STACK = "providers/python/testing/kvharness_findings_stack.py"
 UNIMPORTABLE = "providers/python/testing/kvharness_unimportable.py"
 FAILURES = []
 
@@ -247,6 +254,128 @@ def virtualenv(args):
           f"known-bad: without it the module is not found (exit {p.returncode})")
 
 
+FINDINGS_CASES = """seeds = [1]
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["separate", "kv_first", "interleaved", "padded"]
+head_sizes = [64, 96, 128]
+batch_sizes = [1, 2, 3]
+context_lens = [1, 40]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["findings_pow2_reader", "findings_compile_error_reader"]
+
+# Strict: a case declared to fail that the kernel refuses shows no failure (XPASS).
+[[attention.expected_failure]]
+filter = "reader=findings_pow2_reader,head_size=96,layout=padded"
+component = "reader"
+why = "declared to fail, to show that a refusal is not green"
+
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+head_sizes = [128]
+batch_sizes = [2]
+context_lens = [1, 40]
+block_sizes = [16, 544]
+dtypes = ["fp16"]
+readers = ["findings_ws_refuses"]
+
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["interleaved"]
+num_tokens = [64]
+block_sizes = [16, 544]
+dtypes = ["fp16"]
+writers = ["findings_refusing_writer"]
+
+# Routed: paged_attention_rocm is replaced by findings_shuffle_128_only (--replace-kernel).
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+head_sizes = [96, 128]
+batch_sizes = [2]
+context_lens = [1, 40]
+block_sizes = [16]
+dtypes = ["fp16"]
+routers = ["aiter-v0.1.12"]
+target = "MI355X"
+"""
+
+
+def findings(args):
+    cases_file = args.out + "-findings.toml"
+    os.makedirs(os.path.dirname(cases_file), exist_ok=True)
+    with open(cases_file, "w") as f:
+        f.write(FINDINGS_CASES)
+    p = run(args, "run", cases_file, "--provider", "python:kvharness_torch", "--provider", "python:" + FINDINGS,
+            "--replace-kernel", "paged_attention_rocm=findings_shuffle_128_only", "--report-dir", args.out,
+            "--no-progress")
+    check(p.returncode == 1, f"the run finished with its crashes, misroutes and XPASS: exit 1 (got {p.returncode})")
+    cases = results(args.out)
+    def of(name, **axes):
+        return [c for c in cases if name in (c.get("writer"), c.get("reader"), c.get("routed_to"))
+                and all(c[k] == v for k, v in axes.items())]
+    # 1. kvharness.Unsupported at call time: UNSUPPORTED with "NAME refused the case at call time: REASON".
+    refused = [c for c in of("findings_pow2_reader", head_size=96) if c["layout"] != "padded"]
+    want = "findings_pow2_reader refused the case at call time: head_size 96 is not a power of two"
+    check(len(refused) == 9 and all(c["verdict"] == "UNSUPPORTED" and c["reason"] == "unsupported_config"
+                                    and c["detail"] == want for c in refused),
+          f"a reader's refusal is UNSUPPORTED with its reason: {[(c['verdict'], c['detail']) for c in refused][:2]}")
+    ok = of("findings_pow2_reader", head_size=64) + of("findings_pow2_reader", head_size=128)
+    check(len(ok) == 24 and all(c["verdict"] == "PASS" for c in ok), "the same reader PASSes where it does not refuse")
+    xpass = of("findings_pow2_reader", head_size=96, layout="padded")
+    check(len(xpass) == 3 and all(c["verdict"] == "XPASS" and "but UNSUPPORTED: " + want in c["detail"] for c in xpass),
+          f"declared to fail and refused: XPASS: {[(c['verdict'], c['detail']) for c in xpass][:1]}")
+    ws = of("findings_ws_refuses")
+    check({(c["block_size"], c["verdict"]) for c in ws} == {(16, "PASS"), (544, "UNSUPPORTED")}
+          and all("findings_ws_refuses refused the case at call time: block_size 544 needs more shared memory"
+                  in c["detail"] for c in ws if c["verdict"] == "UNSUPPORTED"),
+          f"workspace sizing that refuses: UNSUPPORTED: {[(c['block_size'], c['verdict'], c['detail']) for c in ws]}")
+    wr = of("findings_refusing_writer")
+    check({(c["block_size"], c["verdict"]) for c in wr} == {(16, "PASS"), (544, "UNSUPPORTED")}
+          and all("findings_refusing_writer refused the case at call time: block_size 544" in c["detail"]
+                  for c in wr if c["verdict"] == "UNSUPPORTED"),
+          f"a writer's refusal in a write case: UNSUPPORTED: {[(c['block_size'], c['verdict']) for c in wr]}")
+    # 2. Routed and replaced: the refusal of the router's pick is a misroute naming the substitute.
+    sub = f"paged_attention_rocm (replaced by python:{FINDINGS}:findings_shuffle_128_only)"
+    routed = [c for c in cases if c.get("router_policy") == "aiter-v0.1.12"]
+    bad = [c for c in routed if c["head_size"] == 96]
+    check(bad and all(c["verdict"] == "FAIL" and c["reason"] == "misroute" and c["routed_to"] == "paged_attention_rocm"
+                      and f"{sub} refused the case at call time: head_size 96: this build has 128 only" in c["detail"]
+                      for c in bad),
+          f"a routed refusal is FAIL misroute naming the substitute: {[(c['verdict'], c['detail']) for c in bad][:1]}")
+    check(all(c["verdict"] == "PASS" for c in routed if c["head_size"] == 128), "the substitute PASSes head_size 128")
+    # 3. The stack's frame beside the provider's line.
+    crash96 = of("findings_compile_error_reader", head_size=96)
+    where = (f"{FINDINGS}:{marked_line(FINDINGS, '# PROVIDER: calls the stack')}; raised in "
+             f"{FINDINGS_STACK}:{marked_line(FINDINGS_STACK, '# STACK: compile error')} in compile_paged)")
+    check(len(crash96) == 12 and all(c["verdict"] == "CRASH" and c["detail"].endswith(where) for c in crash96),
+          f"a crash two modules down names both lines ({where}): {[c['detail'] for c in crash96][:1]}")
+    # 4. summary.md: one finding per (kernel, message), with its count.
+    with open(os.path.join(args.out, "summary.md")) as f:
+        md = f.read()
+    unexpected = md[md.index("## Unexpected failures"):md.index("## Matrices")]
+    lines = unexpected.splitlines()
+    heads = [(h, lines[i + 2]) for i, h in enumerate(lines) if h.startswith("### findings_compile_error_reader")]
+    check(len(heads) == 2 and all(h == "### findings_compile_error_reader — CRASH launch_error (12 cases)"
+                                  for h, _ in heads)
+          and any("Required: N, Hardware limit: N" in m for _, m in heads) and any("power of N" in m for _, m in heads),
+          f"two compile errors of 12 cases each are two findings: {heads}")
+    check(unexpected.count("- reproduce: ") == 2 + len(bad) + len(xpass),
+          "one repro per crash finding (misroutes and XPASS listed per case)")
+    check(f"- kernels replaced (--replace-kernel; the substitute's code and declaration ran, judged under the real "
+          f"name): {sub}" in md, "the header names the substitute")
+    check(f"### {sub} — " not in unexpected and "### router aiter-v0.1.12 — kv_first — FAIL misroute" in unexpected,
+          "a misroute is the router's finding")
+    unsup = md[md.index("## Unsupported"):]
+    check(f"| findings_pow2_reader | {want} | 9 |" in unsup, "the refusals are one row with a count")
+
+
 def abi_v1_provider_cli(args):
     p = run(args, "info", "--provider", args.v1_provider)
     check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
@@ -255,7 +384,7 @@ def abi_v1_provider_cli(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("test", choices=["torch_cases", "planted_failures", "unimportable_module", "abi_v1_provider_cli",
+    ap.add_argument("test", choices=["torch_cases", "planted_failures", "findings", "unimportable_module", "abi_v1_provider_cli",
                                      "standalone_bridge", "virtualenv", "triton_case_file"])
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)

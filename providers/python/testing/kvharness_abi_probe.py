@@ -83,4 +83,24 @@ def many(**_):
     raise AssertionError("never called")
 
 
+# kvharness 0.5: call-time refusals reach the C side as KVH_UNSUPPORTED with the reason as last_error.
+@reader("probe_refuses", cache_format="flash")
+def refuses(query, **_):
+    raise kvharness.Unsupported(f"head_size {query.shape[2]}: planted refusal")
+
+
+def _refuse_size(**_):
+    raise kvharness.Unsupported("no split-K plan for this batch")
+
+
+@reader("probe_workspace_refuses", cache_format="flash", workspace_bytes=_refuse_size)
+def workspace_refuses(**_):
+    raise AssertionError("never called: its sizing refused")
+
+
+@reader("probe_workspaces_refuse", cache_format="flash", workspaces=_refuse_size)
+def workspaces_refuse(**_):
+    raise AssertionError("never called: its sizing refused")
+
+
 assert kvharness.ANY_QUERY_LEN == 2 ** 31 - 1
