@@ -62,7 +62,8 @@ template <class Args> class Entry {
   Entry() = default;
   Entry(Fn fn, void* context) : fn_(fn), context_(context) {}
   explicit operator bool() const { return fn_ != nullptr; }
-  /// 0, KVH_RAISED (the provider failed: see Kernel::last_error) or the kernel's HIP error code.
+  /// 0, KVH_RAISED (the provider failed: see Kernel::last_error), KVH_UNSUPPORTED (the kernel
+  /// declined the case: last_error is the reason) or the kernel's HIP error code.
   int operator()(const Args* args, void* stream) const { return fn_(context_, args, stream); }
 
  private:
