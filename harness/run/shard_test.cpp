@@ -12,6 +12,7 @@
 #include <set>
 
 #include "run/isolate.h"
+#include "report/report.h"
 #include "report/results_io.h"
 #include "case/write_case.h"
 
@@ -146,6 +147,25 @@ TEST(ResultsIo, AnEntryThatDoesNotFitIsRefusedByField) {
 
 // --resume refuses the entries `merge` refuses, and a case field that is not its case's
 // (issue: a resumed entry without "tp", or with tp 4 under a tp8 id, was refilled from the case).
+// --replace-kernel's substitutes survive a merge, so the merged summary.md still names them.
+TEST(ResultsIo, MergeKeepsTheReplacedKernels) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kvh_merge_replaced_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  RunReport r;
+  r.identity = "same";
+  r.complete = true;
+  r.replaced_kernels["paged_attention_rocm"] = "paged_attention_rocm (replaced by python:mod:my_pa)";
+  CaseResult cr;
+  cr.c = sample_case();
+  r.results = {cr};
+  std::ofstream(dir / "results.json") << results_json(r);
+  const RunReport m = merge_runs({dir.string()});
+  EXPECT_EQ(m.replaced_kernels, r.replaced_kernels);
+  EXPECT_NE(summary_markdown(m).find("paged_attention_rocm (replaced by python:mod:my_pa)"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ResultsIo, ResumeRefusesWhatMergeRefuses) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("kvh_resume_test_" + std::to_string(::getpid()));
