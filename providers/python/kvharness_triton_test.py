@@ -37,6 +37,11 @@ What each test detects:
   test_varlen_check_rejects_causal_off_by_one
                                    known-bad for the varlen check: an output that lets each query token see
                                    the next one (the reference with the causal mask off by one) is rejected
+  test_triton_findings_through_the_bridge
+                                   kvharness 0.5 on real Triton: a kernel that does not compile for head
+                                   size 96 is the bridge's error text naming the provider's launch line (and
+                                   Triton's frame); the same kernel raising kvharness.Unsupported is a refusal
+                                   with its reason, and runs (bit-exact) at head size 128
 """
 
 import math
@@ -738,10 +743,68 @@ def bench():
               f"{us:8.1f} us ({gbs:.0f} GB/s of K+V)")
 
 
+FINDINGS_PROVIDER = """
+import kvharness
+import triton
+import triton.language as tl
+from kvharness import writer
+
+
+@triton.jit
+def _copy_row(src, dst, D: tl.constexpr):
+    offs = tl.arange(0, D)  # a power of two only: head size 96 does not compile
+    tl.store(dst + offs, tl.load(src + offs))
+
+
+def _launch(key, key_cache):
+    _copy_row[(1,)](key, key_cache, D=key.shape[-1])  # PROVIDER LAUNCH
+
+
+@writer("t_triton_compile_error", cache_format="flash")
+def compile_error(key, key_cache):
+    _launch(key, key_cache)
+
+
+@writer("t_triton_refuses", cache_format="flash")
+def refuses(key, key_cache):
+    d = key.shape[-1]
+    if d & (d - 1):
+        raise kvharness.Unsupported(f"head_size {d} is not a power of two")
+    _launch(key, key_cache)
+"""
+
+
+def test_triton_findings_through_the_bridge():
+    import os
+    import tempfile
+
+    from kvharness import _bridge
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "kvh_triton_findings.py")
+    with open(path, "w") as f:
+        f.write(FINDINGS_PROVIDER)
+    line = next(i for i, t in enumerate(FINDINGS_PROVIDER.splitlines(), 1) if "# PROVIDER LAUNCH" in t)
+    h, err = _bridge.load(path, _bridge.DEVICE_CUDA, torch.cuda.current_device())
+    assert err is None, err
+    idx = {k["name"]: i for i, k in enumerate(h.kernels)}
+    key96 = torch.randn(96, device=DEVICE, dtype=torch.float16)
+    msg = h.call(idx["t_triton_compile_error"], {"key": key96, "key_cache": torch.zeros_like(key96)}, 0)
+    print(f"  compile error: {msg[-400:]}")
+    assert isinstance(msg, str) and f"kvh_triton_findings.py:{line}" in msg, msg
+    refusal = h.call(idx["t_triton_refuses"], {"key": key96, "key_cache": torch.zeros_like(key96)}, 0)
+    print(f"  refusal: {refusal}")
+    assert refusal == ("unsupported", "head_size 96 is not a power of two"), refusal
+    key128 = torch.randn(128, device=DEVICE, dtype=torch.float16)
+    cache = torch.zeros_like(key128)
+    assert h.call(idx["t_triton_refuses"], {"key": key128, "key_cache": cache}, 0) is None
+    _sync()
+    assert torch.equal(_bits(cache), _bits(key128)), "head size 128 runs and copies bit-exactly"
+
+
 TESTS = [test_writers_all_layouts, test_fixture_fails_exactly_on_interleaved_and_padded,
          test_writers_more_than_65535_blocks, test_readers, test_reader_check_rejects_dropped_token,
          test_reader_large_block_ids, test_bad_arguments_raise, test_varlen_readers, test_varlen_decode_call,
-         test_varlen_check_rejects_causal_off_by_one]
+         test_varlen_check_rejects_causal_off_by_one, test_triton_findings_through_the_bridge]
 
 
 def main(argv):
