@@ -351,6 +351,19 @@ struct Groups {
   }
 };
 
+// `s` on one line, for a markdown list item or table cell: newlines (a Triton CompilationError
+// quotes the kernel's source) become " ⏎ ", a backtick a quote, a table's "|" "\\|".
+std::string one_line(const std::string& s, bool in_table) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\n') out += " ⏎ ";
+    else if (ch == '`') out += '\'';
+    else if (ch == '|' && in_table) out += "\\|";
+    else if (ch != '\r') out += ch;
+  }
+  return out;
+}
+
 constexpr const char* kGroupingRule =
     "CRASHes and UNSUPPORTED cases are grouped by kernel and message: messages that differ only in numbers (sizes, "
     "counts, addresses; shown as N) are one finding, while a different source line (`file.py:LINE`), a different "
@@ -381,7 +394,7 @@ void write_unexpected(std::string& out, const RunReport& r) {
     const size_t cut = key.find('\x1f');
     out += fmt::format("\n### {} ({} case{})\n\n- message (numbers as N): `{}`\n- {} case{} ({}): {}\n"
                        "- the first in full:\n",
-                       key.substr(0, cut), g.size(), g.size() == 1 ? "" : "s", key.substr(cut + 1), g.size(),
+                       key.substr(0, cut), g.size(), g.size() == 1 ? "" : "s", one_line(key.substr(cut + 1), false), g.size(),
                        g.size() == 1 ? "" : "s", fmt::join(layouts, ", "), examples(g, 3));
     write_failure(out, ++k, *g.front());
   }
@@ -438,9 +451,8 @@ void write_expected_and_unsupported(std::string& out, const RunReport& r) {
                      "|---|---|---|---|\n", kGroupingRule);
   for (const auto& key : unsupported.order) {
     const auto& g = unsupported.cases[key];
-    std::string reason = g.front()->v.detail;
-    for (size_t at = reason.find('|'); at != std::string::npos; at = reason.find('|', at + 2)) reason.insert(at, "\\");
-    out += fmt::format("| {} | {} | {} | {} |\n", key.substr(0, key.find('\x1f')), reason, g.size(),
+    out += fmt::format("| {} | {} | {} | {} |\n", key.substr(0, key.find('\x1f')), one_line(g.front()->v.detail, true),
+                       g.size(),
                        examples(g, 3));
   }
 }

@@ -194,6 +194,9 @@ TEST(Report, CrashesAreGroupedByKernelAndMessage) {
     r.results.push_back(crashed("triton_pa", "RuntimeError: out of resource: shared memory, Required: " +
                                                  std::to_string(65536 + 1024 * i) + ", Hardware limit: 101376 (p.py:7)",
                                 i));
+  r.results.push_back(crashed("triton_pa", "CompilationError: at 2:11:\n    offs = tl.arange(0, D)\n           ^\n"
+                                             "arange's range must be a power of 2 (p.py:15; raised in "
+                                             "triton/compiler/compiler.py:80 in make_ir)", 300));
   r.results.push_back(crashed("triton_pa", "RuntimeError: out of resource: shared memory (p.py:9)", 200));
   r.results.push_back(crashed("triton_pa", "RuntimeError: out of resource: shared memory (p.py:9)", 201));
   r.results.push_back(crashed("other_pa", "RuntimeError: out of resource: shared memory (p.py:9)", 202));
@@ -204,7 +207,13 @@ TEST(Report, CrashesAreGroupedByKernelAndMessage) {
     for (size_t at = unexpected.find(what); at != std::string::npos; at = unexpected.find(what, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("\n### "), 3u + 1u) << unexpected;  // the three crash findings, and sample()'s FAIL group
+  EXPECT_EQ(count("\n### "), 4u + 1u) << unexpected;  // the four crash findings, and sample()'s FAIL group
+  // A multi-line message (Triton quotes the kernel's source) stays on its list item's line.
+  EXPECT_NE(unexpected.find("- message (numbers as N): `triton_pa raised: CompilationError: at N:11: ⏎     offs = "
+                            "tl.arange(N, D) ⏎            ^ ⏎ arange's range must be a power of N (p.py:15; raised in "
+                            "triton/compiler/compiler.py:80 in make_ir)`\n"),
+            std::string::npos)
+      << unexpected;
   EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (96 cases)\n\n- message (numbers as N): `triton_pa "
                             "raised: RuntimeError: out of resource: shared memory, Required: N, Hardware limit: N "
                             "(p.py:7)`\n- 96 cases (interleaved, kv_first): `"),
@@ -219,7 +228,7 @@ TEST(Report, CrashesAreGroupedByKernelAndMessage) {
                             "raised: RuntimeError: out of resource: shared memory (p.py:9)`"),
             std::string::npos)
       << unexpected;
-  EXPECT_EQ(count("- reproduce: "), 3u + 1u) << "one repro per crash finding";
+  EXPECT_EQ(count("- reproduce: "), 4u + 1u) << "one repro per crash finding";
   EXPECT_NE(unexpected.find("messages that differ only in numbers"), std::string::npos) << "the rule is stated";
   // results.json keeps every case.
   EXPECT_EQ(nlohmann::json::parse(results_json(r))["cases"].size(), r.results.size());
