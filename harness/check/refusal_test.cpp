@@ -151,6 +151,12 @@ TEST(CallTimeRefusal, ARoutedReaderThatDeclinesIsAMisroute) {
   EXPECT_NE(r.v.detail.find("refused the case at call time: head_size 96 is not 128"), std::string::npos)
       << r.v.detail;
   EXPECT_TRUE(r.unexpected_failure());
+  // The route the case file expects, to a kernel that then declines: still a misroute, never green.
+  Case expected = routed(96);
+  expected.expect_routed_to = "paged_attention_rocm";
+  const CaseResult e = run_decode_case(expected, reg, {});
+  EXPECT_EQ(e.v.status, Status::Fail) << e.v.detail;
+  EXPECT_EQ(e.v.reason, "misroute");
 }
 
 TEST(CallTimeRefusal, WorkspaceSizingThatDeclinesIsUnsupported) {
