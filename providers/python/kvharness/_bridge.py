@@ -107,6 +107,12 @@ def _describe(e: BaseException, kernel, fn=None) -> str:
     return f"{text} ({where})"
 
 
+def _describe_def(fn) -> str:
+    """file:line of fn's def."""
+    code = getattr(fn, "__code__", None)
+    return _where(code.co_filename, code.co_firstlineno) if code else "?"
+
+
 def _named(fn):
     """The keyword names fn's signature lists (not counting **kwargs)."""
     try:
@@ -225,6 +231,25 @@ class Handle:
         except BaseException as e:  # noqa: B902 -- nothing may cross into C++
             return _describe(e, k)
 
+    def route(self, index: int, kwargs: dict):
+        """kvh_route_fn: (kernel, reason) of router `index` for the routing inputs, or the error text.
+        The router's name goes through its kernel_names; the reason then names the library's kernel."""
+        k = self._kernels[index]
+        try:
+            accepts = self._accepts[index]
+            r = k.fn(**{n: v for n, v in kwargs.items() if accepts is None or n in accepts})
+            name, reason = (r, "") if isinstance(r, str) else tuple(r) if isinstance(r, (tuple, list)) else (r, None)
+            if not isinstance(name, str) or not isinstance(reason, str) or not name:
+                return (f"TypeError: router {k.name} returned {r!r}; expected a kernel name or "
+                        f"(kernel name, reason) of str ({_describe_def(k.fn)})")
+            mapped = (k.kernel_names or {}).get(name, name)
+            if mapped != name:
+                reason = f"{reason}; " if reason else ""
+                reason += f"called {name}"
+            return mapped, reason
+        except BaseException as e:  # noqa: B902 -- nothing may cross into C++
+            return _describe(e, k)
+
     def workspace_bytes(self, index: int, kwargs: dict):
         k = self._kernels[index]
         try:
@@ -313,5 +338,5 @@ def load(spec: str, device_type: int, device_id: int):
     kernels = [k for k in kvharness._KERNELS if k.module == mod.__name__]
     if not kernels:
         return None, (f"module {mod.__name__} ({getattr(mod, '__file__', '?')}) registers no kernel: decorate "
-                      "functions with kvharness.writer / kvharness.reader")
+                      "functions with kvharness.writer / kvharness.reader / kvharness.router")
     return Handle(kernels, device_type, device_id), None
