@@ -50,6 +50,12 @@ class Placeholder:
     def __getitem__(self, key):
         return self
 
+    def _same(self, *other):
+        return self
+
+    # Annotations and module-level arithmetic on stubbed names (`Optional[QuantType] | None`, ...).
+    __or__ = __ror__ = __and__ = __rand__ = __add__ = __radd__ = __mul__ = __rmul__ = _same
+
     def __mro_entries__(self, bases):
         return (object,)  # `class X(stubbed.Enum)` gets a plain class
 
