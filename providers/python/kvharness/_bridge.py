@@ -74,6 +74,13 @@ def _import(spec: str):
     return importlib.import_module(spec)
 
 
+def _module_name(spec: str) -> str:
+    """The name `spec` is imported under (a .py path: its file name without .py)."""
+    if spec.endswith(".py") or os.sep in spec:
+        return os.path.splitext(os.path.basename(spec))[0]
+    return spec
+
+
 def _import_error(spec: str, e: BaseException) -> str:
     """'import failed: TYPE: message (file:line)', the last traceback line that is real source."""
     text = traceback.format_exception_only(type(e), e)[-1].strip()
@@ -305,9 +312,18 @@ def _decode_defaults(out: dict, kwargs: dict):
 
 
 def load(spec: str, device_type: int, device_id: int):
-    """Imports module `spec` (a name on sys.path or a .py path) and returns (Handle, None) or (None, error text)."""
+    """Imports module `spec` (a name on sys.path or a .py path, optionally with `?key=value&...` parameters the
+    module reads through kvharness.stacks.options) and returns (Handle, None) or (None, error text)."""
+    import kvharness.stacks as stacks
     try:
+        spec, params = stacks.parse_spec(spec)
+        if params:
+            stacks.set_options(_module_name(spec), params)
         mod = _import(spec)
+        left = stacks.unclaimed(mod.__name__) if params else {}
+        if left:
+            raise ValueError(f"module {mod.__name__} takes no parameters (got {', '.join(sorted(left))}): "
+                             "only kvharness.stacks adapters read them")
     except BaseException as e:  # noqa: B902
         return None, _import_error(spec, e)
     kernels = [k for k in kvharness._KERNELS if k.module == mod.__name__]

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""The source-checkout loader (kvharness.stacks._checkout) and spec parameters, on synthetic module trees.
+
+Each check writes a small checkout of a made-up stack `toystack` into a temporary folder and runs the
+loader in a fresh interpreter (a loaded stack stays in its process: sys.modules, sys.meta_path), so
+two commits of one kernel file are two processes, as in a bisect. CPU only, no stack installed.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.dirname(HERE)  # providers/python: holds the kvharness package
+
+# The toy stack's description and stub layer, as an adapter module would write it.
+PRELUDE = textwrap.dedent("""
+    import sys
+    from kvharness.stacks import _checkout as ck
+    TOY = ck.Stack(name="toystack", package="toystack", package_dirs=("src/toystack", "toystack"),
+                   stubs={"toystack.platforms": ck.stub_platform, "toystack.logger": ck.stub_logger,
+                          "toystack.triton_utils": ck.stub_triton_utils,
+                          "toystack.envs": ck.stub_envs({"TOY_FLAG": False, "TOY_SIZE": 16})})
+""")
+
+KERNEL_V1 = textwrap.dedent("""
+    from toystack.platforms import current_platform
+    from toystack.logger import init_logger
+    from toystack.triton_utils import HAS_TRITON
+    import toystack.envs as envs
+    logger = init_logger(__name__)
+
+    def scale_by(x):
+        return x * 2 + (envs.TOY_SIZE if envs.TOY_FLAG else 0)
+""")
+KERNEL_V2 = KERNEL_V1.replace("x * 2", "x * 3")
+
+# A backend module: imports half the stack, defines its kernel only under a platform test.
+BACKEND = textwrap.dedent("""
+    import math
+    import toystack.engine.scheduler as scheduler
+    from toystack.platforms import current_platform
+    from toystack.model_executor import big_model
+
+    BLOCK = 4
+    UNUSED = scheduler.make()
+
+    def _helper(x):
+        return x * BLOCK + math.floor(0.5)
+
+    if current_platform.is_rocm() or not current_platform.is_rocm():
+        def launcher(x):
+            return _helper(x) + 1
+
+        def needs_model(x):
+            return big_model(x)
+    else:
+        def launcher(x):
+            raise RuntimeError("the else branch")
+""")
+
+BROKEN = textwrap.dedent("""
+    from toystack.platforms import current_platform
+    import toystack.distributed.parallel_state as ps
+
+    def f():
+        return 1
+""")
+
+
+def write_tree(root, files):
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def python(code, **env):
+    """Runs `code` after PRELUDE in a fresh interpreter: (exit code, stdout + stderr)."""
+    e = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, **env)
+    p = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
+                       env=e)
+    return p.returncode, p.stdout + p.stderr
+
+
+class LoaderTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        # Package __init__ files that would import the whole stack: the loader must never run them.
+        poison = "raise RuntimeError('__init__ of the stack ran')\n"
+        write_tree(self.root, {
+            "src/toystack/__init__.py": poison,
+            "src/toystack/ops/__init__.py": poison,
+            "src/toystack/ops/scale.py": KERNEL_V1,
+            "src/toystack/ops/broken.py": BROKEN,
+            "src/toystack/backends/rocm.py": BACKEND,
+        })
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_layout_and_stub_hit(self):
+        rc, out = python(f"""
+            co = ck.Checkout(TOY, {self.root!r})
+            m = co.load("toystack.ops.scale")
+            print("value", m.scale_by(5), m.__file__.endswith("src/toystack/ops/scale.py"),
+                  sys.modules["toystack.platforms"].__kvharness_stub__, sys.modules["toystack.ops"].__kvharness_stub__)
+        """)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("value 10 True stub package", out)
+
+    def test_env_stub_reads_environment(self):
+        rc, out = python(f"""
+            m = ck.Checkout(TOY, {self.root!r}).load("toystack.ops.scale")
+            print("value", m.scale_by(5))
+        """, TOY_FLAG="1", TOY_SIZE="100")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("value 110", out)
+
+    def test_missing_import_names_file_line_and_module(self):
+        rc, out = python(f"""
+            ck.Checkout(TOY, {self.root!r}).load("toystack.ops.broken")
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("ImportError: src/toystack/ops/broken.py:3 imports toystack.distributed.parallel_state, which "
+                      "the kvharness source loader does not stub (stubs: toystack.envs, toystack.logger, "
+                      "toystack.platforms, toystack.triton_utils); it would import the whole toystack stack", out)
+
+    def test_allowed_module_is_real(self):
+        write_tree(self.root, {"src/toystack/ops/uses_scale.py": "from toystack.ops.scale import scale_by\n"
+                                                                 "def twice(x):\n    return scale_by(scale_by(x))\n"})
+        code = f"""
+            co = ck.Checkout(TOY, {self.root!r}, allow=ALLOW)
+            print("value", co.load("toystack.ops.uses_scale").twice(1))
+        """
+        rc, out = python("ALLOW = ('toystack.ops.',)\n" + textwrap.dedent(code))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("value 4", out)
+        rc, out = python("ALLOW = ()\n" + textwrap.dedent(code))  # not allowed: refused, naming the line
+        self.assertIn("src/toystack/ops/uses_scale.py:1 imports toystack.ops.scale, which the kvharness", out)
+
+    def test_two_commits_two_behaviours(self):
+        other = tempfile.mkdtemp(dir=self.root)
+        write_tree(other, {"toystack/ops/scale.py": KERNEL_V2})  # the second layout of package_dirs
+        code = """
+            print("value", ck.Checkout(TOY, ROOT).load("toystack.ops.scale").scale_by(5))
+        """
+        rc1, out1 = python(f"ROOT = {self.root!r}\n" + textwrap.dedent(code))
+        rc2, out2 = python(f"ROOT = {other!r}\n" + textwrap.dedent(code))
+        self.assertEqual((rc1, rc2), (0, 0), out1 + out2)
+        self.assertIn("value 10", out1)
+        self.assertIn("value 15", out2)
+
+    def test_extract_from_backend_importing_the_stack(self):
+        rc, out = python(f"""
+            co = ck.Checkout(TOY, {self.root!r})
+            m = co.extract("toystack.backends.rocm", ["launcher"])
+            print("value", m.launcher(2), sorted(k for k in vars(m) if not k.startswith("__")))
+            print("engine loaded:", "toystack.engine.scheduler" in sys.modules)
+            import inspect
+            print("source line", inspect.getsourcelines(m.launcher)[1])
+        """)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("value 9 ['BLOCK', '_helper', 'launcher', 'math']", out)  # the if-branch, not the else
+        self.assertIn("engine loaded: False", out)
+        self.assertIn("source line 14", out)  # the real file's line numbers
+
+    def test_extract_reports_unstubbed_import_and_unknown_name(self):
+        rc, out = python(f"""
+            co = ck.Checkout(TOY, {self.root!r})
+            try:
+                co.extract("toystack.backends.rocm", ["no_such_kernel"])
+            except LookupError as e:
+                print("lookup:", e)
+            co.extract("toystack.backends.rocm", ["needs_model"])
+        """)
+        self.assertIn("lookup: src/toystack/backends/rocm.py defines no module-level 'no_such_kernel'", out)
+        self.assertIn("src/toystack/backends/rocm.py:5 imports toystack.model_executor, which the kvharness source "
+                      "loader does not stub", out)
+
+    def test_checkout_errors(self):
+        rc, out = python(f"""
+            for root in ({self.root + '/nope'!r}, {os.path.join(self.root, 'src/toystack')!r}):
+                try:
+                    ck.Checkout(TOY, root)
+                except (FileNotFoundError, ValueError) as e:
+                    print(type(e).__name__, e)
+            co = ck.Checkout(TOY, {self.root!r})
+            try:
+                co.load("toystack.ops.absent")
+            except ModuleNotFoundError as e:
+                print("absent:", e)
+        """)
+        self.assertIn(f"FileNotFoundError toystack source checkout '{self.root}/nope': no such folder", out)
+        self.assertIn(f"ValueError '{self.root}/src/toystack' is not a toystack source checkout: expected the "
+                      f"toystack package folder at {self.root}/src/toystack/src/toystack/ or "
+                      f"{self.root}/src/toystack/toystack/", out)
+        self.assertIn("absent: toystack checkout", out)
+        self.assertIn("none of src/toystack/ops/absent.py", out)
+
+    def test_refuses_to_mix_with_an_installed_copy(self):
+        rc, out = python(f"""
+            import types
+            sys.modules["toystack"] = types.ModuleType("toystack")
+            sys.modules["toystack"].__file__ = "/usr/lib/python3/dist-packages/toystack/__init__.py"
+            try:
+                ck.Checkout(TOY, {self.root!r}).load("toystack.ops.scale")
+            except ImportError as e:
+                print("mix:", e)
+            del sys.modules["toystack"]
+            ck.Checkout(TOY, {self.root!r}).activate()
+            try:
+                ck.installed(TOY, "toystack.ops.scale")
+            except ImportError as e:
+                print("installed:", e)
+        """)
+        self.assertIn("mix: toystack is already imported from /usr/lib/python3/dist-packages/toystack/__init__.py "
+                      "(an installed copy); a source checkout", out)
+        self.assertIn(f"installed: a toystack source checkout ({self.root}) is loaded in this process", out)
+
+
+class SpecTest(unittest.TestCase):
+    """`python:MODULE?key=value` through the bridge's load()."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.adapter = os.path.join(self.tmp.name, "toy_adapter.py")
+        write_tree(self.tmp.name, {"toy_adapter.py": textwrap.dedent("""
+            import kvharness
+            from kvharness import stacks
+            OPTS = stacks.options(__name__, keys=("src",))
+
+            @kvharness.writer("toy_writer", cache_format="flash")
+            def w(key, value, key_cache, value_cache, slot_mapping):
+                pass
+            """), "plain.py": "import kvharness\n@kvharness.writer('plain_writer', cache_format='flash')\n"
+                               "def w(key):\n    pass\n"})
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def load(self, spec):
+        rc, out = python(f"""
+            from kvharness import _bridge
+            h, err = _bridge.load({spec!r}, 1, 0)
+            print("error:", err)
+            if h:
+                import toy_adapter
+                print("opts:", toy_adapter.OPTS)
+        """)
+        self.assertEqual(rc, 0, out)
+        return out
+
+    def test_parameters_reach_the_module(self):
+        self.assertIn("opts: {'src': '/a b/c+d'}", self.load(self.adapter + "?src=/a b/c+d"))
+
+    def test_unknown_key(self):
+        self.assertIn("error: import failed: ValueError: python:toy_adapter: unknown parameter 'sources' "
+                      "(accepted: src)", self.load(self.adapter + "?sources=/x"))
+
+    def test_malformed_and_unclaimed(self):
+        self.assertIn("expected key=value", self.load(self.adapter + "?src"))
+        plain = os.path.join(self.tmp.name, "plain.py")
+        self.assertIn("error: import failed: ValueError: module plain takes no parameters (got src)",
+                      self.load(plain + "?src=/x"))
+
+
+if __name__ == "__main__":
+    unittest.main()
