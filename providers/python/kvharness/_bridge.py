@@ -27,6 +27,7 @@ import sys
 import traceback
 
 import kvharness
+from kvharness import _containers
 
 DEVICE_CPU, DEVICE_CUDA, DEVICE_ROCM = 1, 2, 10
 
@@ -161,6 +162,8 @@ class Handle:
         self._ws_fn = [k.workspace_bytes or (k.workspaces if callable(k.workspaces) else None) for k in kernels]
         self._ws_accepts = [_accepted(f) if f else None for f in self._ws_fn]
         self._withheld = [_withheld(k.fn, k) for k in kernels]
+        # Allocation-shaped containers (kvharness/_containers.py): only to functions that name them.
+        self._containers = [set(_containers.CONTAINER_ARGS) & _named(k.fn) for k in kernels]
         self._ws_withheld = [_withheld(f, k) if f else frozenset() for f, k in zip(self._ws_fn, kernels)]
         self._ws_named = [_named(k.fn) if k.workspaces is not None else set() for k in kernels]
         self._last_specs = [k.workspace_specs for k in kernels]  # the typed workspaces of the latest sizing
@@ -226,6 +229,8 @@ class Handle:
                 # Each also by its own name, to a reader that names that parameter.
                 kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
             args = self._tensors(kwargs, accepts, self._withheld[index])
+            if self._containers[index]:
+                args.update(_containers.containers(k.cache_format, args, self._containers[index]))
             with self._stream(stream):
                 k.fn(**args)
             return None

@@ -270,5 +270,129 @@ class SpecTest(unittest.TestCase):
                       self.load(plain + "?src=/x"))
 
 
+
+
+# ---- the adapters end to end through `kvharness run` (needs --kvharness BIN) ----
+
+KVHARNESS = os.environ.get("KVH_TEST_KVHARNESS")
+REPO = os.path.dirname(os.path.dirname(PACKAGE_ROOT))
+
+
+def kvharness_run(case_file, provider, out):
+    """`kvharness run` from the repository root: (exit code, output, cases of results.json)."""
+    import json
+    env = dict(os.environ, PYTHONPATH=HERE)  # the fake trees' kernels use kvharness_torch (beside the bridge)
+    p = subprocess.run([KVHARNESS, "run", case_file, "--provider", provider, "--report-dir", out, "--no-progress"],
+                       capture_output=True, text=True, cwd=REPO, env=env)
+    cases = []
+    if os.path.exists(os.path.join(out, "results.json")):
+        with open(os.path.join(out, "results.json")) as f:
+            cases = json.load(f)["cases"]
+    return p.returncode, p.stdout + p.stderr, cases
+
+
+def _fp8(c):
+    return "fp8" in c["id"]
+
+
+@unittest.skipUnless(KVHARNESS, "set KVH_TEST_KVHARNESS (CTest passes the kvharness binary)")
+class VllmAdapterTest(unittest.TestCase):
+    """cases/stacks/vllm.toml over synthetic vLLM checkouts whose kernels are torch functions with vLLM's
+    signatures: every call shape the adapter makes is checked by the fake (asserts), every verdict by the harness."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        sys.path.insert(0, HERE)
+        import fake_stacks
+        self.fake = fake_stacks
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_commit(self, shuffle):
+        root = os.path.join(self.tmp.name, shuffle)
+        self.fake.write_vllm(root, shuffle=shuffle)
+        rc, out, cases = kvharness_run("cases/stacks/vllm.toml", f"python:kvharness.stacks.vllm?src={root}",
+                                       os.path.join(self.tmp.name, "report-" + shuffle))
+        self.assertTrue(cases, out[-3000:])
+        return cases
+
+    def assert_fp8_refused_or_pass(self, cases):
+        import torch
+        for c in filter(_fp8, cases):
+            if hasattr(torch, "float8_e4m3fn"):
+                continue  # a torch with float8: the platform's variant runs, the other is UNSUPPORTED
+            self.assertIn(c["verdict"], ("UNSUPPORTED", "CRASH"), c["id"])
+            self.assertIn("has no float8 dtypes; vLLM's fp8 caches need them", c["detail"], c["id"])
+
+    def test_fixed_commit_passes_every_16bit_case(self):
+        cases = self.run_commit("fixed")
+        bad = [(c["id"], c["verdict"], (c["detail"] or "")[:300]) for c in cases
+               if not _fp8(c) and c["verdict"] != "PASS"]
+        self.assertEqual(bad, [])
+        names = {c.get("writer") or c.get("reader") for c in cases}
+        self.assertTrue({"vllm_triton_reshape_and_cache_flash", "vllm_reshape_and_cache_shuffle_triton",
+                         "vllm_unified_attention", "vllm_chunked_prefill_paged_decode"} <= names, names)
+        self.assertTrue(any(c["max_query_len"] > 1 for c in cases if c.get("reader") == "vllm_unified_attention"),
+                        "no ragged unified case ran")
+        self.assert_fp8_refused_or_pass(cases)
+
+    def test_contiguous_commit_fails_on_interleaved_and_padded_only(self):
+        cases = [c for c in self.run_commit("contiguous")
+                 if c.get("writer") == "vllm_reshape_and_cache_shuffle_triton" and c["kind"] == "write"
+                 and not _fp8(c)]
+        self.assertTrue(cases)
+        for c in cases:
+            layout_bad = "/interleaved/" in c["id"] or "/padded/" in c["id"]
+            want = "FAIL" if layout_bad else "PASS"
+            self.assertEqual(c["verdict"], want, (c["id"], c["detail"]))
+
+    def test_head_interleaved_has_no_container(self):
+        root = os.path.join(self.tmp.name, "hi")
+        self.fake.write_vllm(root)
+        case = os.path.join(self.tmp.name, "hi.toml")
+        with open(case, "w") as f:
+            f.write('seeds = [1]\n[[write]]\nmodels = ["Llama-3.1-8B"]\ntp = 2\nlayouts = ["head_interleaved"]\n'
+                    'num_tokens = [8]\nblock_sizes = [16]\ndtypes = ["fp16"]\n'
+                    'writers = ["vllm_reshape_and_cache_shuffle_triton"]\n')
+        rc, out, cases = kvharness_run(case, f"python:kvharness.stacks.vllm?src={root}",
+                                       os.path.join(self.tmp.name, "report-hi"))
+        self.assertTrue(cases, out[-2000:])
+        for c in cases:
+            self.assertIn(c["verdict"], ("UNSUPPORTED", "CRASH"), c["id"])
+            self.assertIn("vLLM's shuffle writer takes the allocation-shaped cache", c["detail"])
+            self.assertIn("is not dense inside a block", c["detail"])
+
+    def test_missing_kernel_file_and_bad_src(self):
+        root = os.path.join(self.tmp.name, "partial")
+        self.fake.write_vllm(root)
+        os.remove(os.path.join(root, "vllm/v1/attention/ops/triton_unified_attention.py"))
+        case = os.path.join(self.tmp.name, "u.toml")
+        with open(case, "w") as f:
+            f.write('seeds = [1]\n[[attention]]\nmodels = ["Llama-3.1-8B"]\ntp = 2\nlayouts = ["kv_first"]\n'
+                    'batch_sizes = [2]\ncontext_lens = [5, 20]\nblock_sizes = [16]\ndtypes = ["fp16"]\n'
+                    'readers = ["vllm_unified_attention", "vllm_chunked_prefill_paged_decode"]\n')
+        rc, out, cases = kvharness_run(case, f"python:kvharness.stacks.vllm?src={root}",
+                                       os.path.join(self.tmp.name, "report-partial"))
+        by = {c["reader"]: c for c in cases}
+        self.assertEqual(len(by), 2, out[-3000:])
+        self.assertEqual(by["vllm_chunked_prefill_paged_decode"]["verdict"], "PASS")
+        self.assertIn("has no unified_attention: none of vllm/v1/attention/ops/triton_unified_attention.py, "
+                      "vllm/attention/ops/triton_unified_attention.py", by["vllm_unified_attention"]["detail"])
+        rc, out, cases = kvharness_run(case, f"python:kvharness.stacks.vllm?src={self.tmp.name}/nowhere",
+                                       os.path.join(self.tmp.name, "report-nowhere"))
+        self.assertEqual(rc, 125, out)
+        self.assertIn("vllm source checkout", out)
+        self.assertIn("no such folder", out)
+        rc, out, cases = kvharness_run(case, f"python:kvharness.stacks.vllm?src={self.tmp.name}",
+                                       os.path.join(self.tmp.name, "report-notvllm"))
+        self.assertEqual(rc, 125, out)
+        self.assertIn("is not a vllm source checkout: expected the vllm package folder at", out)
+        rc, out, cases = kvharness_run(case, f"python:kvharness.stacks.vllm?source={root}",
+                                       os.path.join(self.tmp.name, "report-key"))
+        self.assertEqual(rc, 125, out)
+        self.assertIn("unknown parameter 'source' (accepted: src)", out)
+
+
 if __name__ == "__main__":
     unittest.main()

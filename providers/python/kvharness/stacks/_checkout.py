@@ -125,6 +125,7 @@ class Checkout:
                               "in one process")
         sys.meta_path.insert(0, self._finder)
         _ACTIVE[pkg] = self
+        _placeholder_triton()
         return self
 
     def load(self, module: str) -> types.ModuleType:
@@ -325,24 +326,75 @@ def stub_logger(module: types.ModuleType) -> None:
 
 
 def stub_triton_utils(module: types.ModuleType) -> None:
-    """The stack's re-export of Triton (vllm.triton_utils): `triton`, `tl`, `tldevice`, `HAS_TRITON`, imported
-    when first used (so a CPU process without Triton can load the file; calling its kernels then raises)."""
+    """The stack's re-export of Triton (vllm.triton_utils): `triton`, `tl`, `tldevice`, `HAS_TRITON`. Without
+    Triton (a CPU machine) `triton` and `tl` are placeholders, as vLLM's own are: a file's @triton.jit
+    kernels load, and launching one raises RuntimeError naming the missing Triton."""
+    has = _has_triton()
+
     def __getattr__(name):
         if name == "HAS_TRITON":
-            return importlib.util.find_spec("triton") is not None
-        if name == "triton":
-            return importlib.import_module("triton")
-        if name == "tl":
-            return importlib.import_module("triton.language")
+            return has
+        if name in ("triton", "tl"):
+            return importlib.import_module("triton" if name == "triton" else "triton.language") if has \
+                else _NoTriton(name)
         if name == "tldevice":
             for m in ("triton.language.extra.libdevice", "triton.language.math"):
                 try:
                     return importlib.import_module(m)
                 except ImportError:
                     pass
+            return _NoTriton(name)
         raise AttributeError(f"{module.__name__}.{name} is not in the kvharness stub (triton, tl, tldevice, "
                              "HAS_TRITON)")
     module.__getattr__ = __getattr__
+
+
+def _has_triton() -> bool:
+    """Triton is importable (and is not our placeholder)."""
+    m = sys.modules.get("triton")
+    if m is not None:
+        return not hasattr(m, "__kvharness_stub__")
+    return importlib.util.find_spec("triton") is not None
+
+
+def _placeholder_triton() -> None:
+    """Without Triton (a CPU machine), `import triton` / `triton.language` in a checkout's kernel files get
+    placeholders (their kernels load; launching one raises RuntimeError), so the CPU tests can load files
+    that import Triton directly. With Triton installed this does nothing."""
+    if "triton" in sys.modules or _has_triton():
+        return
+    triton = types.ModuleType("triton")
+    triton.__kvharness_stub__ = "no triton"
+    triton.__getattr__ = lambda name: getattr(_NoTriton("triton"), name)
+    tl = types.ModuleType("triton.language")
+    tl.__getattr__ = lambda name: getattr(_NoTriton("triton.language"), name)
+    triton.language = tl
+    sys.modules["triton"], sys.modules["triton.language"] = triton, tl
+
+
+class _NoTriton:
+    """Stands in for triton / tl without Triton: decorators return a kernel that refuses to launch."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr in ("jit", "autotune", "heuristics"):
+            def deco(fn=None, **_):
+                return _Unlaunchable(fn) if callable(fn) else (lambda f: _Unlaunchable(f))
+            return deco
+        return _NoTriton(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        return _NoTriton(self._name)
+
+
+class _Unlaunchable:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __getitem__(self, grid):
+        raise RuntimeError(f"Triton is not installed: cannot launch {getattr(self.fn, '__name__', '?')}")
 
 
 class StubPlatform:
