@@ -177,7 +177,10 @@ def decode_attention_fwd(q, k_buffer, v_buffer, o, kv_indptr, kv_indices, attn_l
             s = (kk[:, h // group] @ q[b, h].float()) * sm_scale
             if logit_cap > 0:
                 s = logit_cap * torch.tanh(s / logit_cap)
-            p = torch.softmax(s, 0)
+            if sinks is not None:  # one more logit in the denominator, carrying no value
+                p = torch.softmax(torch.cat([s, sinks[h].float().view(1)]), 0)[:-1]
+            else:
+                p = torch.softmax(s, 0)
             o[b, h] = (p @ vv[:, h // group]).to(o.dtype)
 '''
 

@@ -15,6 +15,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)  # providers/python: holds the kvharness package
+sys.path.insert(0, PACKAGE_ROOT)  # the in-process tests (ContainerTest)
 
 # The toy stack's description and stub layer, as an adapter module would write it.
 PRELUDE = textwrap.dedent("""
@@ -392,6 +393,81 @@ class VllmAdapterTest(unittest.TestCase):
                                        os.path.join(self.tmp.name, "report-key"))
         self.assertEqual(rc, 125, out)
         self.assertIn("unknown parameter 'source' (accepted: src)", out)
+
+
+@unittest.skipUnless(KVHARNESS, "set KVH_TEST_KVHARNESS (CTest passes the kvharness binary)")
+class SglangAdapterTest(unittest.TestCase):
+    """cases/stacks/sglang.toml over a synthetic SGLang checkout (python/sglang/...) whose decode_attention_fwd
+    is a torch function with SGLang's signature reading the token pool through kv_indptr/kv_indices."""
+
+    def test_case_file(self):
+        sys.path.insert(0, HERE)
+        import fake_stacks
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_stacks.write_sglang(os.path.join(tmp, "sglang"))
+            rc, out, cases = kvharness_run("cases/stacks/sglang.toml",
+                                           f"python:kvharness.stacks.sglang?src={tmp}/sglang",
+                                           os.path.join(tmp, "report"))
+        self.assertTrue(cases, out[-3000:])
+        for c in cases:
+            if c["layout"] == "interleaved":  # no token-pool view: refused, naming why
+                self.assertIn(c["verdict"], ("UNSUPPORTED", "CRASH"), c["id"])
+                self.assertIn("SGLang's token pool needs pages contiguous in tokens", c["detail"])
+            else:
+                self.assertEqual(c["verdict"], "PASS", (c["id"], c["detail"]))
+        self.assertTrue(any(c["sinks"] for c in cases) and any(c["softcap"] for c in cases))
+
+
+class ContainerTest(unittest.TestCase):
+    """kvharness/_containers.py on shuffle views shaped as the harness makes them (cases/layout.cpp): the
+    container aliases exactly the view's elements, as vLLM's launcher reinterprets it with view_as."""
+
+    def views(self, nb=5, nkv=2, hs=32, bs=16, x=8, block_stride=None, offset=0, head_stride=None):
+        import torch
+        page = nkv * hs * bs
+        block_stride = block_stride or page
+        storage = torch.zeros(offset + nb * block_stride + page, dtype=torch.float16)
+        hstride = head_stride or hs * bs
+        k = storage.as_strided((nb, nkv, hs // x, bs, x), (block_stride, hstride, bs * x, x, 1), offset)
+        v = storage.as_strided((nb, nkv, bs // x, hs, x), (block_stride, hstride, hs * x, x, 1), offset)
+        return storage, k, v
+
+    def check_alias(self, k, which):
+        import torch
+        from kvharness import _containers
+        c = _containers.allocation_container(k, "shuffle", which)
+        self.assertIsNotNone(c, _containers.container_problem(k, "shuffle"))
+        nb, bs, nkv, hs = c.shape
+        self.assertEqual((nb, nkv), (k.shape[0], k.shape[1]))
+        five = c.view_as(torch.empty(k.shape, device="meta"))  # what vLLM's launcher does
+        five.copy_(torch.arange(k.numel(), dtype=torch.float32).reshape(k.shape).half())
+        self.assertTrue(torch.equal(k, five))  # the same elements, through the container
+
+    def test_layouts_with_a_container(self):
+        for name, kw in {"separate/kv_first": {}, "interleaved": {"block_stride": 2 * 2 * 32 * 16},
+                         "padded": {"block_stride": 2 * 2 * 32 * 16 + 96}, "offset": {"offset": 40},
+                         "interleaved+offset": {"block_stride": 4096, "offset": 2048}}.items():
+            with self.subTest(layout=name):
+                _, k, v = self.views(**kw)
+                self.check_alias(k, "key")
+                self.check_alias(v, "value")
+
+    def test_degenerate_size_one_strides(self):
+        import torch
+        from kvharness import _containers
+        storage = torch.zeros(1 * 32 * 16 + 64, dtype=torch.float16)
+        k = storage.as_strided((1, 1, 4, 16, 8), (1 << 31, 1 << 31, 128, 8, 1))  # one block, one kv head
+        self.assertIsNone(_containers.container_problem(k, "shuffle"))
+        self.check_alias(k, "key")
+
+    def test_head_interleaved_and_other_formats_have_none(self):
+        from kvharness import _containers
+        _, k, _ = self.views(head_stride=2 * 32 * 16)  # heads of K and V alternate: not dense in a block
+        self.assertIsNone(_containers.allocation_container(k, "shuffle", "key"))
+        self.assertIn("is not dense inside a block (dim 1 stride 1024, dense 512)",
+                      _containers.container_problem(k, "shuffle"))
+        self.assertIn("the flash format has no allocation-shaped container",
+                      _containers.container_problem(k, "flash"))
 
 
 if __name__ == "__main__":
