@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-#: The keywords a provider function may name to get the containers (never passed through **kwargs).
-CONTAINER_ARGS = ("key_cache_container", "value_cache_container")
+from kvharness import CONTAINER_ARGS  # noqa: F401 -- the keywords a provider function may name
 
 
 def _dense_strides(shape) -> list:

@@ -217,3 +217,12 @@ def write_sglang(root):
         "python/sglang/__init__.py": poison,
         "python/sglang/srt/layers/attention/triton_ops/decode_attention.py": _SGLANG_DECODE,
     })
+
+
+if __name__ == "__main__":  # fake_stacks.py vllm|vllm-contiguous|sglang DIR: write one checkout (docs, demos)
+    import sys
+    what, where = sys.argv[1], sys.argv[2]
+    if what == "sglang":
+        write_sglang(where)
+    else:
+        write_vllm(where, shuffle="contiguous" if what == "vllm-contiguous" else "fixed")

@@ -399,6 +399,7 @@ class _Unlaunchable:
 
 class StubPlatform:
     """`current_platform` from torch alone: is_rocm() (torch.version.hip), is_cuda(), is_cuda_alike(), is_cpu(),
+    is_xpu() and is_tpu() (False),
     fp8_dtype() (float8_e4m3fnuz on gfx94x, MI300's native fp8, else float8_e4m3fn: vLLM's ROCm rule),
     is_fp8_fnuz(), get_device_capability(), device_type. Any other query raises AttributeError naming it."""
 
@@ -417,6 +418,12 @@ class StubPlatform:
 
     def is_cpu(self) -> bool:
         return not self._torch().cuda.is_available()
+
+    def is_xpu(self) -> bool:
+        return False
+
+    def is_tpu(self) -> bool:
+        return False
 
     def is_fp8_fnuz(self) -> bool:
         if not self.is_rocm():
@@ -440,7 +447,8 @@ class StubPlatform:
 
     def __getattr__(self, name):
         raise AttributeError(f"current_platform.{name} is not in the kvharness stub platform (is_rocm, is_cuda, "
-                             "is_cuda_alike, is_cpu, is_fp8_fnuz, fp8_dtype, get_device_capability, device_type)")
+                             "is_cuda_alike, is_cpu, is_xpu, is_tpu, is_fp8_fnuz, fp8_dtype, get_device_capability, "
+                             "device_type)")
 
 
 def stub_platform(module: types.ModuleType) -> None:

@@ -164,7 +164,8 @@ def triton_reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapp
 # block_size, x]) / ([num_blocks, num_kv_heads, block_size // x, head_size, x]); scales are read as 1.0
 # by the kernel (fp8 without scales only). A launcher that takes the 5-D views instead (no `view_as`
 # in its source) gets the views.
-@kvharness.writer("vllm_reshape_and_cache_shuffle_triton", cache_format="shuffle",
+# head_sizes: the kernel's tl.arange(0, BLOCK_SIZE=head_size) compiles for powers of two only.
+@kvharness.writer("vllm_reshape_and_cache_shuffle_triton", cache_format="shuffle", head_sizes=(64, 128, 256),
                   cache_dtypes=("fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"), kv_scales=("none",),
                   description="vLLM ROCM_AITER_FA reshape_and_cache_shuffle_triton (shuffle KV cache writer)")
 def reshape_and_cache_shuffle_triton(key, value, key_cache, value_cache, slot_mapping, key_cache_container,
