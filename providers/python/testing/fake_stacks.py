@@ -193,10 +193,41 @@ def _write(root, files):
             f.write(textwrap.dedent(text).lstrip())
 
 
-def write_vllm(root, shuffle="fixed"):
+# An "installed" vllm: the stack modules the kernel files import, as small real modules (no stubs).
+_INSTALLED = {
+    "vllm/platforms/__init__.py": """
+        import torch
+
+        class _Platform:
+            def is_rocm(self):
+                return torch.version.hip is not None
+
+            def fp8_dtype(self):
+                return torch.float8_e4m3fn
+
+        current_platform = _Platform()
+    """,
+    "vllm/logger.py": "import logging\ninit_logger = logging.getLogger\n",
+    "vllm/triton_utils/__init__.py": "tl = triton = None  # the fakes never launch Triton\n",
+    "vllm/envs.py": "VLLM_BATCH_INVARIANT = False\n",
+    "vllm/v1/kv_cache_interface.py": """
+        import enum
+
+        class KVQuantMode(enum.IntEnum):
+            NONE = 0
+            FP8_PER_TENSOR = 1
+    """,
+}
+
+
+def write_vllm(root, shuffle="fixed", installed=False):
     """A vLLM checkout at root: the four kernel files at their vllm/v1 paths, package __init__ files that
-    would import the stack (the loader must not run them)."""
+    would import the stack (the loader must not run them). installed=True: an importable package (put
+    root on sys.path) with small real stack modules instead."""
     poison = "raise RuntimeError('vllm package __init__ ran: the loader imported the stack')\n"
+    if installed:
+        poison = ""
+        _write(root, _INSTALLED)
     write = _WRITE_FIXED if shuffle == "fixed" else _WRITE_CONTIGUOUS
     _write(root, {
         "vllm/__init__.py": poison,

@@ -364,6 +364,30 @@ class VllmAdapterTest(unittest.TestCase):
             self.assertIn("vLLM's shuffle writer takes the allocation-shaped cache", c["detail"])
             self.assertIn("is not dense inside a block", c["detail"])
 
+    def test_installed_package(self):
+        """python:kvharness.stacks.vllm without ?src= imports the installed vllm (here a fake on PYTHONPATH); the
+        shuffle writer is extracted from the installed backend file, whose other imports are never made."""
+        root = os.path.join(self.tmp.name, "site")
+        self.fake.write_vllm(root, installed=True)
+        env_path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = root
+        try:
+            import json
+            out_dir = os.path.join(self.tmp.name, "report-installed")
+            p = subprocess.run([KVHARNESS, "run", "cases/stacks/vllm.toml", "--provider", "python:kvharness.stacks.vllm",
+                                "--filter", "kv_cache_dtype=fp16|bf16", "--report-dir", out_dir, "--no-progress"],
+                               capture_output=True, text=True, cwd=REPO)
+        finally:
+            if env_path is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = env_path
+        self.assertEqual(p.returncode, 0, (p.stdout + p.stderr)[-3000:])
+        with open(os.path.join(out_dir, "results.json")) as f:
+            cases = json.load(f)["cases"]
+        self.assertTrue(any(c.get("writer") == "vllm_reshape_and_cache_shuffle_triton" for c in cases))
+        self.assertEqual([c["id"] for c in cases if c["verdict"] != "PASS"], [])
+
     def test_missing_kernel_file_and_bad_src(self):
         root = os.path.join(self.tmp.name, "partial")
         self.fake.write_vllm(root)

@@ -36,7 +36,7 @@ import sys
 import types
 from typing import Callable, Dict, Iterable, Optional, Sequence
 
-__all__ = ["Stack", "Checkout", "installed", "stub_logger", "stub_triton_utils", "stub_platform", "stub_envs",
+__all__ = ["Stack", "Checkout", "installed", "installed_extract", "extract_file", "stub_logger", "stub_triton_utils", "stub_platform", "stub_envs",
            "StubPlatform"]
 
 
@@ -144,34 +144,7 @@ class Checkout:
         file's own path and line numbers (tracebacks, inspect and Triton's source lookup see the real file).
         Raises LookupError for a name the file does not define, ImportError as load() does."""
         self.activate()
-        path = self.path_of(module) or self.first(module)
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), path)
-        binds = _bindings(tree.body)
-        missing = [n for n in names if n not in binds]
-        if missing:
-            raise LookupError(f"{os.path.relpath(path, self.root)} defines no module-level {missing[0]!r} "
-                              f"(looked inside if/try/with blocks too)")
-        chosen, todo = {}, list(names)
-        while todo:
-            n = todo.pop()
-            node = binds.get(n)
-            if node is None or id(node) in chosen:
-                continue
-            chosen[id(node)] = node
-            todo.extend(_used_names(node))
-        body = sorted(chosen.values(), key=lambda s: (s.lineno, s.col_offset))
-        code = compile(ast.Module(body=body, type_ignores=[]), path, "exec")
-        mod = types.ModuleType(module)
-        mod.__file__ = path
-        mod.__kvharness_extracted__ = tuple(names)
-        sys.modules[module] = mod
-        try:
-            exec(code, mod.__dict__)
-        except BaseException:
-            del sys.modules[module]
-            raise
-        return mod
+        return extract_file(self.path_of(module) or self.first(module), module, names, self.root)
 
     def _kind(self, fullname: str) -> Optional[str]:
         """'stub', 'real', 'package' or None (refused) for a module of the stack."""
@@ -202,6 +175,58 @@ def installed(stack: Stack, module: str) -> types.ModuleType:
         raise ImportError(f"a {stack.name} source checkout ({active.root}) is loaded in this process; the installed "
                           f"{stack.package} cannot be imported beside it")
     return importlib.import_module(module)
+
+
+def extract_file(path: str, module: str, names: Sequence[str], root: str = "") -> types.ModuleType:
+    """Checkout.extract's work on the file at `path` (also for an installed package's file, whose imports
+    then go to the installed stack): a new module `module` holding only `names` and what they use.
+    Raises LookupError naming the file (relative to root) for a name it does not define."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    binds = _bindings(tree.body)
+    missing = [n for n in names if n not in binds]
+    if missing:
+        shown = os.path.relpath(path, root) if root else path
+        raise LookupError(f"{shown} defines no module-level {missing[0]!r} (looked inside if/try/with blocks too)")
+    chosen, todo = {}, list(names)
+    while todo:
+        node = binds.get(todo.pop())
+        if node is None or id(node) in chosen:
+            continue
+        chosen[id(node)] = node
+        todo.extend(_used_names(node))
+    body = sorted(chosen.values(), key=lambda s: (s.lineno, s.col_offset))
+    code = compile(ast.Module(body=body, type_ignores=[]), path, "exec")
+    mod = types.ModuleType(module)
+    mod.__file__ = path
+    mod.__kvharness_extracted__ = tuple(names)
+    sys.modules[module] = mod
+    try:
+        exec(code, mod.__dict__)
+    except BaseException:
+        del sys.modules[module]
+        raise
+    return mod
+
+
+def installed_extract(stack: Stack, module: str, names: Sequence[str]) -> types.ModuleType:
+    """extract_file on the installed stack's file of `module`, without importing that module (its other
+    imports resolve against the installed stack). Raises ImportError while a checkout of the stack is active,
+    ModuleNotFoundError when the installed stack has no such file."""
+    active = _ACTIVE.get(stack.package)
+    if active is not None:
+        raise ImportError(f"a {stack.name} source checkout ({active.root}) is loaded in this process; the installed "
+                          f"{stack.package} cannot be used beside it")
+    spec = importlib.util.find_spec(module.rpartition(".")[0])
+    path = None
+    if spec is not None and spec.submodule_search_locations:
+        for d in spec.submodule_search_locations:
+            candidate = os.path.join(d, module.rpartition(".")[2] + ".py")
+            if os.path.isfile(candidate):
+                path = candidate
+    if path is None:
+        raise ModuleNotFoundError(f"the installed {stack.package} has no {module}")
+    return extract_file(path, module + "<extracted>", names)
 
 
 class _Finder(importlib.abc.MetaPathFinder):

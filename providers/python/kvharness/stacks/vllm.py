@@ -94,11 +94,17 @@ def kernel(which: str):
         return getattr(CHECKOUT.load(present[0]), name)
     import importlib.util
     for m in modules:
-        if importlib.util.find_spec(m.rpartition(".")[0]) and importlib.util.find_spec(m):
-            fn = getattr(ck.installed(STACK, m), name, None)
-            if fn is None:  # e.g. the shuffle writer, defined on ROCm only
-                raise stacks.unsupported(f"{SOURCE}: {m} defines no {name} on this platform")
-            return fn
+        if not importlib.util.find_spec(m.rpartition(".")[0]):
+            continue
+        if extract:  # the backend module's import would pull the stack's engine; its kernel is ROCm-only there
+            try:
+                return getattr(ck.installed_extract(STACK, m, [name]), name)
+            except ModuleNotFoundError:
+                continue
+            except LookupError as e:
+                raise stacks.unsupported(f"{SOURCE}: {e}") from None
+        if importlib.util.find_spec(m):
+            return getattr(ck.installed(STACK, m), name)
     raise stacks.unsupported(f"{SOURCE} has no {name}: none of {', '.join(modules)}")
 
 
