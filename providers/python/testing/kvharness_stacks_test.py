@@ -134,7 +134,11 @@ class LoaderTest(unittest.TestCase):
 
     def test_allowed_module_is_real(self):
         write_tree(self.root, {"src/toystack/ops/uses_scale.py": "from toystack.ops.scale import scale_by\n"
-                                                                 "def twice(x):\n    return scale_by(scale_by(x))\n"})
+                                                                 "from toystack.ops.sub.helpers import one\n"
+                                                                 "def twice(x):\n    return scale_by(scale_by(x)) * one()\n",
+                               # an allowed package's __init__ (a plugin registry) is never run
+                               "src/toystack/ops/sub/__init__.py": "raise RuntimeError('sub/__init__ ran')\n",
+                               "src/toystack/ops/sub/helpers.py": "def one():\n    return 1\n"})
         code = f"""
             co = ck.Checkout(TOY, {self.root!r}, allow=ALLOW)
             print("value", co.load("toystack.ops.uses_scale").twice(1))

@@ -150,9 +150,13 @@ class Checkout:
         """'stub', 'real', 'package' or None (refused) for a module of the stack."""
         if fullname in self.stack.stubs:
             return "stub"
-        if fullname in self._real or fullname in self.allow or any(
-                a.endswith(".") and fullname.startswith(a) for a in self.allow):
-            return "real" if self.path_of(fullname) else None
+        if fullname in self._real:
+            return "real"
+        if fullname in self.allow or any(a.endswith(".") and fullname.startswith(a) for a in self.allow):
+            path = self.path_of(fullname)
+            if path and path.endswith("__init__.py"):
+                return "package"  # an allowed package: empty, its __init__.py (registries, plugins) never run
+            return "real" if path else None
         prefix = fullname + "."
         if fullname == self.stack.package or any(
                 m.startswith(prefix) for m in (*self.stack.stubs, *self._real, *self.allow)):
