@@ -66,7 +66,11 @@ def decode_attention_fwd_fn():
         return CHECKOUT.load(present[0]).decode_attention_fwd
     import importlib.util
     for m in _DECODE:
-        if importlib.util.find_spec(m.rpartition(".")[0]) and importlib.util.find_spec(m):
+        try:
+            found = importlib.util.find_spec(m) is not None
+        except ImportError:  # sglang (or a parent package) not installed
+            found = False
+        if found:
             return ck.installed(STACK, m).decode_attention_fwd
     raise stacks.unsupported(f"{SOURCE} has no decode_attention_fwd: none of {', '.join(_DECODE)}")
 

@@ -92,9 +92,8 @@ def kernel(which: str):
             except LookupError as e:
                 raise stacks.unsupported(f"{SOURCE}: {e}") from None
         return getattr(CHECKOUT.load(present[0]), name)
-    import importlib.util
     for m in modules:
-        if not importlib.util.find_spec(m.rpartition(".")[0]):
+        if not _findable(m.rpartition(".")[0]):
             continue
         if extract:  # the backend module's import would pull the stack's engine; its kernel is ROCm-only there
             try:
@@ -103,9 +102,22 @@ def kernel(which: str):
                 continue
             except LookupError as e:
                 raise stacks.unsupported(f"{SOURCE}: {e}") from None
-        if importlib.util.find_spec(m):
+        if _findable(m):
             return getattr(ck.installed(STACK, m), name)
+    if not _findable("vllm"):
+        import sys
+        raise stacks.unsupported(f"vllm is not installed for this Python ({sys.executable}); "
+                                 "or give a checkout: python:kvharness.stacks.vllm?src=PATH")
     raise stacks.unsupported(f"{SOURCE} has no {name}: none of {', '.join(modules)}")
+
+
+def _findable(module: str) -> bool:
+    """The installed stack has `module` (False, not an exception, when the stack itself is not installed)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
 
 
 def _call(fn, **kwargs):
