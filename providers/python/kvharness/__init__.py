@@ -14,6 +14,16 @@ tensors are torch.Tensor views of the harness's guarded storage (zero-copy,
 DLPack), on the case's device. The decorators register the kernel and return
 the function unchanged, so tests can call it directly. The full contract is in
 providers/python/README.md.
+
+Allocation-shaped containers: a function that names `key_cache_container` /
+`value_cache_container` also gets the cache as the stack allocated it, over the
+same storage as the views (kvharness/_containers.py). What the stacks pass, per format:
+  shuffle   [num_blocks, block_size, num_kv_heads, head_size], which the stack's
+            launcher reinterprets as the 5-D views (vLLM ROCM_AITER_FA: kv_cache.unbind(0));
+            None for a layout with no such tensor (head_interleaved)
+  flash, hnd, pa_v1   None: the stacks pass the views themselves.
+Stack adapters (kvharness.stacks.vllm, .sglang) and the source-checkout loader are in
+kvharness/stacks/ (providers/python/README.md "Stacks").
 """
 
 from __future__ import annotations
@@ -61,6 +71,10 @@ READER_ARGS = frozenset((
 #: **kwargs and declares max_query_len > 1, "non_causal" or typed workspaces.
 RAGGED_ARGS = ("query_start_loc", "seq_lens", "max_query_len", "num_query_tokens", "causal", "k_scale_tensor",
                "v_scale_tensor")
+
+#: Keywords a function may name to get the allocation-shaped cache containers (kvharness/_containers.py);
+#: passed only to functions that name them, never through **kwargs.
+CONTAINER_ARGS = ("key_cache_container", "value_cache_container")
 
 ROLE_WRITER, ROLE_READER, ROLE_ROUTER = 1, 2, 3
 #: The keyword arguments a router gets (provider.h's kvh_route_args; names for dtypes, formats and

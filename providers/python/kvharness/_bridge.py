@@ -27,6 +27,7 @@ import sys
 import traceback
 
 import kvharness
+from kvharness import _containers
 
 DEVICE_CPU, DEVICE_CUDA, DEVICE_ROCM = 1, 2, 10
 
@@ -72,6 +73,13 @@ def _import(spec: str):
             raise
         return mod
     return importlib.import_module(spec)
+
+
+def _module_name(spec: str) -> str:
+    """The name `spec` is imported under (a .py path: its file name without .py)."""
+    if spec.endswith(".py") or os.sep in spec:
+        return os.path.splitext(os.path.basename(spec))[0]
+    return spec
 
 
 def _import_error(spec: str, e: BaseException) -> str:
@@ -160,6 +168,8 @@ class Handle:
         self._ws_fn = [k.workspace_bytes or (k.workspaces if callable(k.workspaces) else None) for k in kernels]
         self._ws_accepts = [_accepted(f) if f else None for f in self._ws_fn]
         self._withheld = [_withheld(k.fn, k) for k in kernels]
+        # Allocation-shaped containers (kvharness/_containers.py): only to functions that name them.
+        self._containers = [set(_containers.CONTAINER_ARGS) & _named(k.fn) for k in kernels]
         self._ws_withheld = [_withheld(f, k) if f else frozenset() for f, k in zip(self._ws_fn, kernels)]
         self._ws_named = [_named(k.fn) if k.workspaces is not None else set() for k in kernels]
         self._last_specs = [k.workspace_specs for k in kernels]  # the typed workspaces of the latest sizing
@@ -225,6 +235,8 @@ class Handle:
                 # Each also by its own name, to a reader that names that parameter.
                 kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
             args = self._tensors(kwargs, accepts, self._withheld[index])
+            if self._containers[index]:
+                args.update(_containers.containers(k.cache_format, args, self._containers[index]))
             with self._stream(stream):
                 k.fn(**args)
             return None
@@ -330,9 +342,18 @@ def _decode_defaults(out: dict, kwargs: dict):
 
 
 def load(spec: str, device_type: int, device_id: int):
-    """Imports module `spec` (a name on sys.path or a .py path) and returns (Handle, None) or (None, error text)."""
+    """Imports module `spec` (a name on sys.path or a .py path, optionally with `?key=value&...` parameters the
+    module reads through kvharness.stacks.options) and returns (Handle, None) or (None, error text)."""
+    import kvharness.stacks as stacks
     try:
+        spec, params = stacks.parse_spec(spec)
+        if params:
+            stacks.set_options(_module_name(spec), params)
         mod = _import(spec)
+        left = stacks.unclaimed(mod.__name__) if params else {}
+        if left:
+            raise ValueError(f"module {mod.__name__} takes no parameters (got {', '.join(sorted(left))}): "
+                             "only kvharness.stacks adapters read them")
     except BaseException as e:  # noqa: B902
         return None, _import_error(spec, e)
     kernels = [k for k in kvharness._KERNELS if k.module == mod.__name__]

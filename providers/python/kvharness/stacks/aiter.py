@@ -10,10 +10,10 @@ built-in models of those kernels). torch.cuda's compute-unit query inside the di
 (_should_use_asm_kernel reads multi_processor_count) answers the case's compute_units.
 
 Sources (one per process):
-  installed package   --provider python:kvharness.stacks.aiter        imports aiter.ops.attention
-  source checkout     KVH_AITER_SRC=PATH --provider python:kvharness.stacks.aiter
-                      executes PATH/aiter/ops/attention.py alone with the stub layer of
-                      _aiter_stubs.py (aiter's JIT build, csrc interfaces, Triton when absent)
+  installed package   --provider python:kvharness.stacks.aiter            imports aiter.ops.attention
+  source checkout     --provider "python:kvharness.stacks.aiter?src=PATH"  executes PATH/aiter/ops/attention.py
+                      alone with the stub layer of _aiter_stubs.py (aiter's JIT build, csrc interfaces,
+                      Triton when absent); $KVH_AITER_SRC=PATH does the same without the parameter
 
 Checked against (git log -- aiter/ops/attention.py of ROCm/aiter):
   4a4ba08eb (2026-01-16, #1821) adds paged_attention_common(Q, K, V, exp_sums, max_logits, tmp_out,
@@ -38,6 +38,7 @@ import os
 import types
 
 import kvharness
+from kvharness import stacks
 from kvharness.stacks import _intercept
 
 ROUTER = "aiter_paged_attention_common"
@@ -46,11 +47,13 @@ KERNEL_NAMES = {"pa_fwd_asm": "pa_fwd_asm", "paged_attention_rocm": "paged_atten
 PARTITION_SIZE = 256  # the dispatch passes partition_size=256 to paged_attention_rocm
 
 _module = None
+_SRC = stacks.options(__name__, keys=("src",)).get("src", "")  # read while the bridge imports us
 
 
 def source() -> str:
-    """Where the dispatch comes from: $KVH_AITER_SRC (a checkout), else "" (the installed package)."""
-    return os.environ.get("KVH_AITER_SRC", "")
+    """Where the dispatch comes from: the spec's ?src=PATH or $KVH_AITER_SRC (a checkout), else ""
+    (the installed package)."""
+    return _SRC or os.environ.get("KVH_AITER_SRC", "")
 
 
 def dispatch_module():
