@@ -209,15 +209,17 @@ def through_harness(args, root, before, after):
     with open(cases, "w") as f:
         f.write(CASES)
     prov = ["--provider", "python:kvharness.stacks.aiter", "--no-progress"]
-    out = os.path.join(args.out, "after")
-    p = run(args, "run", cases, *prov, "--report-dir", out, env=dict(KVH_AITER_SRC=after))
+    out = os.path.join(args.out, "after")  # the checkout as the spec's parameter; below as $KVH_AITER_SRC
+    p = run(args, "run", cases, "--provider", "python:kvharness.stacks.aiter?src=" + after, "--no-progress",
+            "--report-dir", out)
     cs = cases_of(out) if p.returncode in (0, 1) else []
     check(p.returncode == 0 and len(cs) == 2 and all(c["verdict"] == "PASS" for c in cs),
           f"after the fix: every case PASS, exit 0 (exit {p.returncode}, {[c['verdict'] for c in cs]})")
     check(all(c["routed_to"] == "paged_attention_rocm" and "called paged_attention_rocm" in (c["route_reason"] or "")
               for c in cs), "the routed built-in reader ran; the reason names aiter's call")
     out = os.path.join(args.out, "before")
-    p = run(args, "run", cases, *prov, "--report-dir", out, env=dict(KVH_AITER_SRC=before))
+    p = run(args, "run", cases, "--provider", "python:kvharness.stacks.aiter?src=" + before, "--no-progress",
+            "--report-dir", out)
     cs = {c["batch_size"]: c for c in cases_of(out)} if p.returncode in (0, 1) else {}
     check(p.returncode == 1 and cs.get(160, {}).get("verdict") == "FAIL" and cs[160]["reason"] == "misroute"
           and cs[160]["routed_to"] == "pa_fwd_asm" and cs.get(4, {}).get("verdict") == "PASS",
