@@ -39,6 +39,10 @@
  * as CRASH launch_error; any other value is a HIP error code from the kernel
  * (hipErrorInvalidValue = 1 for arguments the kernel does not accept: the
  * kernel refused, FAIL launch_error).
+ *
+ * Routers (kvharness 0.5, KVH_ROLE_ROUTER): a descriptor whose `route` entry names the reader a
+ * stack's own dispatcher picks for a case (kvh_route_args); the harness uses it as a routing
+ * policy of the descriptor's name. KVH_RAISED from route is the case's CRASH (component router).
  */
 #ifndef KVHARNESS_PROVIDER_H
 #define KVHARNESS_PROVIDER_H
