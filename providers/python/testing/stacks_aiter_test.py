@@ -269,6 +269,11 @@ def through_harness(args, root, before, after):
     b = cs.get("planted_router_bad_type", {})
     check(b.get("verdict") == "CRASH" and "returned 42" in (b.get("detail") or ""),
           f"a bad return: CRASH naming it ({b.get('verdict')}: {b.get('detail')})")
+    # No checkout and no installed aiter: the provider does not load (exit 125), naming ?src=.
+    import importlib.util
+    p = run(args, "info", "--provider", "python:kvharness.stacks.aiter")
+    check(importlib.util.find_spec("aiter") is not None or p.returncode == 125 and "aiter is not installed" in p.stderr and "?src=PATH" in p.stderr,
+          f"no aiter and no ?src: exit 125 naming the alternative (exit {p.returncode})")
     p = run(args, "info", "--provider", "python:" + planted)
     check("planted_router_raises" in p.stdout and "python:" in p.stdout, "kvharness info lists the provider's routers")
 
