@@ -172,8 +172,12 @@ void print_info(const Registry& reg) {
                cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
   }
   fmt::print("\nrouter policies (case files: router = NAME):\n");
+  const auto& routers = reg.routers();
   for (const auto& p : routing::policy_names())
-    if (routing::canonical_policy(p) == p)
+    if (auto r = std::find_if(routers.begin(), routers.end(), [&](const auto& x) { return x.name == p; });
+        r != routers.end())
+      fmt::print("  {:<22} {}{} [{}]\n", p, r->fixture ? "FIXTURE " : "", r->description, r->origin);
+    else if (routing::canonical_policy(p) == p)
       fmt::print("  {:<22} {}\n", p, routing::is_regression_fixture(p) ? "REGRESSION FIXTURE: no head-size test" : "");
     else
       fmt::print("  {:<22} alias of {}\n", p, routing::canonical_policy(p));

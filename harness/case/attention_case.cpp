@@ -126,9 +126,21 @@ bool plan_route(DecodeCase& d) {
                                              : routing::CacheDtype::bf16;
     in.high_precision = c.high_precision;
     in.compute_units = target_compute_units(c.target);
+    // What a stack's own dispatcher may read besides (a provider router, kvh_route_args).
+    const KernelUse use = kernel_use(c, KVH_CACHE_NHD);
+    in.block_size = use.block_size;
+    in.dtype = use.dtype;
+    in.cache_dtype_code = use.cache_dtype ? use.cache_dtype : use.dtype;
+    in.kv_scales = use.kv_scales;
+    in.max_context_len = *std::max_element(d.s.context_lens.begin(), d.s.context_lens.end());
+    in.causal = c.causal;
+    in.target = target_compute_units_of(c.target) && c.target.rfind("cus=", 0) != 0 ? c.target : "";
     const routing::RouteDecision decision = routing::route(c.router_policy, in);
     d.reader = decision.reader;
     d.r.route_reason = decision.reason;
+  } catch (const routing::RouterError& e) {  // a provider's router raised: the router crashed, not the case
+    add_cause(d.r.v, component::kRouter, reason::kCrash, e.what(), true);
+    return false;
   } catch (const std::invalid_argument& e) {
     return d.unsupported(e.what());
   }
@@ -141,8 +153,15 @@ bool plan_kernels(DecodeCase& d, const Registry& registry) {
   const Case& c = d.c;
   d.r.routed_to = d.reader;
   d.rd = registry.find(d.reader);
-  if (!d.rd || d.rd->role != KVH_ROLE_READER || !d.rd->attention)
-    return d.unsupported("no decode-attention reader named '" + d.reader + "'");
+  if (!d.rd || d.rd->role != KVH_ROLE_READER || !d.rd->attention) {
+    if (c.router_policy.empty()) return d.unsupported("no decode-attention reader named '" + d.reader + "'");
+    // A router (a provider's, mapping its library's kernel names) chose a kernel the harness cannot run.
+    add_cause(d.r.v, component::kRouter, reason::kMisroute,
+              fmt::format("router {} sent the case to '{}' ({}): no decode-attention reader of that name is "
+                          "registered (`kvharness info` lists them)",
+                          c.router_policy, d.reader, d.r.route_reason));
+    return false;
+  }
   if (c.kind != CaseKind::Pipeline) return true;
   d.wr = registry.find(c.writer);
   if (!d.wr || d.wr->role != KVH_ROLE_WRITER) return d.unsupported("no cache writer named '" + c.writer + "'");

@@ -48,6 +48,10 @@
  * case names the kernel, `misroute` when a router picked it, XPASS when a
  * declaration expected the case to fail. The harness never calls it again for
  * that case, so the kernel need not leave its outputs written.
+ *
+ * Routers (kvharness 0.5, KVH_ROLE_ROUTER): a descriptor whose `route` entry names the reader a
+ * stack's own dispatcher picks for a case (kvh_route_args); the harness uses it as a routing
+ * policy of the descriptor's name. KVH_RAISED from route is the case's CRASH (component router).
  */
 #ifndef KVHARNESS_PROVIDER_H
 #define KVHARNESS_PROVIDER_H
@@ -229,7 +233,8 @@ typedef struct kvh_workspace_spec {
   char name[32];
 } kvh_workspace_spec;
 
-typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2 } kvh_role;
+/** Kernel roles. KVH_ROLE_ROUTER (kvharness 0.5): not a kernel but a routing policy (kvh_kernel_desc.route). */
+typedef enum kvh_role { KVH_ROLE_WRITER = 1, KVH_ROLE_READER = 2, KVH_ROLE_ROUTER = 3 } kvh_role;
 
 /** What a kernel accepts. Growable. A case outside it is UNSUPPORTED when the
  *  case names the kernel, and `misroute` when a router picked it. */
@@ -264,6 +269,49 @@ typedef int (*kvh_workspaces_fn)(void* context, const kvh_attention_args* args, 
  *  thread); valid until the next call on it. */
 typedef const char* (*kvh_last_error_fn)(void* context);
 
+/* ---- appended in kvharness 0.5: the router role ----
+ * A router is a routing policy a provider supplies (the stack's own dispatcher, e.g. aiter's
+ * paged_attention_common): given one decode/prefill step as the stack's launcher sees it, it
+ * names the reader it chose. Case files name it like a built-in policy (`routers = [NAME]`),
+ * and `kvharness run --replace-router BUILTIN=NAME` routes a built-in policy's cases with it. */
+
+/** Routing inputs of one step. Growable. Head counts are per rank (after tensor parallelism). */
+typedef struct kvh_route_args {
+  KVH_STRUCT_SIZE(struct kvh_route_args);
+  uint32_t reserved;         /* zero */
+  int64_t num_seqs;          /* sequences of the batch */
+  int64_t num_heads;         /* query heads */
+  int64_t num_kv_heads;      /* kv heads; divides num_heads */
+  int64_t head_size;
+  int64_t block_size;        /* tokens per kernel page */
+  int64_t num_query_tokens;  /* rows of the query (q.shape[0]); num_seqs for decode */
+  int64_t max_query_len;     /* longest query of a sequence; 1 for decode */
+  int64_t max_context_len;   /* longest sequence, its new tokens included */
+  int64_t compute_units;     /* the device's, or the case's target's (MI300X: 304, ...) */
+  int32_t dtype;             /* kvh_dtype of query and out (fp16, bf16) */
+  int32_t cache_dtype;       /* kvh_dtype of the cache elements (the fp8 codes for fp8 caches) */
+  int32_t kv_scales;         /* kvh_scale_granularity of the fp8 scales; NONE for 16-bit caches */
+  int32_t cache_format;      /* kvh_cache_format the case's cache has, or -1 when the router picks it */
+  int32_t high_precision;    /* aiter's high_precision mode, 0..2 */
+  int32_t causal;            /* 1 unless the case is non-causal */
+  const char* target;        /* the case's named target ("MI355X"), or "" (device / cus=N) */
+  /* Later versions append fields here. */
+} kvh_route_args;
+
+#define KVH_ROUTE_NAME_SIZE 128
+#define KVH_ROUTE_REASON_SIZE 512
+/** What a router decided. The harness zero-fills it; the router writes NUL-terminated strings
+ *  (truncated to the array sizes). `kernel` must name a registered reader (a router may map the
+ *  library's kernel names to the harness's: aiter's ASM paged attention -> pa_fwd_asm); another
+ *  name is a misroute naming it. `reason` says why, in the library's terms. */
+typedef struct kvh_route_result {
+  char kernel[KVH_ROUTE_NAME_SIZE];
+  char reason[KVH_ROUTE_REASON_SIZE];
+} kvh_route_result;
+
+/** Routes one step: 0 with `out` filled, or KVH_RAISED (last_error says why: the case is a CRASH). */
+typedef int (*kvh_route_fn)(void* context, const kvh_route_args* args, kvh_route_result* out);
+
 /** One kernel a provider offers (ABI 2). Growable. `fixture` != 0 marks a
  *  known-bad kernel kept on purpose so that the harness can show it fails. */
 typedef struct kvh_kernel_desc {
@@ -284,6 +332,8 @@ typedef struct kvh_kernel_desc {
   /* ---- appended in kvharness 0.4 ---- */
   kvh_workspaces_fn workspaces;     /* role == KVH_ROLE_READER; may be null. When set, the harness asks it
                                        instead of workspace_bytes and passes kvh_attention_args.workspaces */
+  /* ---- appended in kvharness 0.5: the router role ---- */
+  kvh_route_fn route;               /* role == KVH_ROLE_ROUTER (cache_format, capabilities unused) */
 } kvh_kernel_desc;
 
 /** What the harness tells a provider when it opens it. Growable. */

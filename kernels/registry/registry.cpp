@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "device/device.h"
+#include "registry/provider_router.h"
+#include "router/router.h"
 
 extern "C" int kvh_builtin_open(const kvh_open_args* args, kvh_provider* out);
 
@@ -264,6 +266,38 @@ void Registry::add_provider_v1(kvh_provider_fn_v1 provider, const std::string& o
   }
 }
 
+Registry::RouterPolicies& Registry::RouterPolicies::operator=(RouterPolicies&& o) noexcept {
+  if (this != &o) {
+    for (const auto& r : list) routing::remove_policy(r.name);
+    list = std::move(o.list);
+    o.list.clear();
+  }
+  return *this;
+}
+
+Registry::RouterPolicies::~RouterPolicies() {
+  for (const auto& r : list) routing::remove_policy(r.name);
+}
+
+void Registry::add_router(const kvh_kernel_desc& d, const std::string& origin) {
+  const std::string name = d.name;
+  if (!KVH_HAS_FIELD(&d, kvh_kernel_desc, route) || !d.route)
+    throw ProviderLoadError(origin + ": router '" + name + "' has no route entry (kvh_kernel_desc.route, kvharness 0.5)");
+  if (kernels_.count(name))
+    throw ProviderLoadError(origin + ": router '" + name + "': a kernel of that name is registered by " +
+                            kernels_.at(name).origin);
+  if (d.fixture && name.find("fixture") == std::string::npos && name.rfind("planted_", 0) != 0)
+    throw ProviderLoadError(origin + ": router '" + name + "' is flagged fixture (known-bad on purpose), so its " +
+                            "name must contain 'fixture' (test routers: 'planted_')");
+  try {
+    routing::add_policy(name, provider_rule(name, d.route, d.context, d.last_error), d.fixture != 0);
+  } catch (const std::invalid_argument&) {
+    throw ProviderLoadError(origin + ": router '" + name + "': a routing policy of that name exists already " +
+                            "(`kvharness info` lists them)");
+  }
+  routers_.list.push_back(Router{name, d.description ? d.description : "", origin, d.fixture != 0});
+}
+
 void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   const kvh_kernel_desc d = read_growable(&raw);
   if (d.abi_version != 1 && d.abi_version != KVH_ABI_VERSION)
@@ -273,8 +307,11 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   if (kernels_.count(d.name))
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' is already registered by " +
                             kernels_.at(d.name).origin);
-  if (d.role != KVH_ROLE_WRITER && d.role != KVH_ROLE_READER)
+  for (const auto& r : routers_.list)
+    if (r.name == d.name) throw ProviderLoadError(origin + ": '" + r.name + "' is already a router of " + r.origin);
+  if (d.role != KVH_ROLE_WRITER && d.role != KVH_ROLE_READER && d.role != KVH_ROLE_ROUTER)
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has role " + std::to_string(d.role));
+  if (d.role == KVH_ROLE_ROUTER) return add_router(d, origin);
   if (d.cache_format < KVH_CACHE_NHD || d.cache_format > KVH_CACHE_HND)
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has cache format " + std::to_string(d.cache_format));
   if ((d.role == KVH_ROLE_WRITER && !d.write) || (d.role == KVH_ROLE_READER && !d.attention))

@@ -162,7 +162,9 @@ class Registry {
   void add_provider(const kvh_kernel_desc* (*list)(int32_t* count), const std::string& origin);
   /// Adds every kernel an ABI 1 provider lists (what load_provider does after dlopen).
   void add_provider_v1(kvh_provider_fn_v1 provider, const std::string& origin);
-  /// Adds one ABI 2 descriptor, read within its struct_size.
+  /// Adds one ABI 2 descriptor, read within its struct_size. A KVH_ROLE_ROUTER descriptor
+  /// (kvharness 0.5) becomes a routing policy named like it (routers()); ProviderLoadError
+  /// when it has no route entry, or its name is a kernel's or another policy's.
   void add(const kvh_kernel_desc& desc, const std::string& origin);
   /// Runs kernel `with` under the name `real` from now on (`kvharness run
   /// --replace-kernel REAL=WITH`): cases that name `real`, and routers that pick
@@ -171,6 +173,15 @@ class Registry {
   /// like it: its failures are unexpected). Throws std::invalid_argument when
   /// either name is unknown, or their roles or cache formats differ.
   void replace(const std::string& real, const std::string& with);
+  /// A router a provider supplied (KVH_ROLE_ROUTER): a routing policy under its name.
+  struct Router {
+    std::string name, description, origin;
+    bool fixture = false;
+  };
+  /// The provider routers added so far, in load order. add() registers each as a routing
+  /// policy (routing::add_policy); the Registry removes them again when it is destroyed.
+  const std::vector<Router>& routers() const { return routers_.list; }
+
   /// nullptr when no kernel has that name.
   const Kernel* find(const std::string& name) const;
   std::vector<std::string> names() const;
@@ -178,8 +189,18 @@ class Registry {
 
  private:
   struct Opened;  // a provider's close() hook and its ABI 1 adapters
+  // The provider routers, removed from the routing policies when their Registry goes.
+  struct RouterPolicies {
+    std::vector<Router> list;
+    RouterPolicies() = default;
+    RouterPolicies(RouterPolicies&& o) noexcept : list(std::move(o.list)) { o.list.clear(); }
+    RouterPolicies& operator=(RouterPolicies&& o) noexcept;
+    ~RouterPolicies();
+  };
+  void add_router(const kvh_kernel_desc& d, const std::string& origin);
   std::map<std::string, Kernel> kernels_;
   std::vector<std::unique_ptr<Opened>> opened_;
+  RouterPolicies routers_;  // after opened_: its policies go before their provider is closed
 };
 
 /// Adds an in-process list of ABI 2 descriptors to every Registry built

@@ -1,5 +1,6 @@
 #include "router/router.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kvh::routing {
@@ -26,9 +27,10 @@ RouteDecision rule_vllm_9c0ee99(const RouteInput& in) { return vllm_seq_threshol
 struct Policy {
   std::string name;
   std::string alias;  // release tag, e.g. "aiter-v0.1.12"; empty when none was verified
-  RuleFn rule;
+  Rule rule;
   bool fixture;       // known to misroute on purpose
-  RuleFn substitute = nullptr;  // --replace-router: run this rule instead
+  std::string substitute;  // --replace-router: run this policy's rule instead ("" or name: its own)
+  bool added = false;      // by add_policy (removable)
 };
 
 std::vector<Policy>& policies() {
@@ -98,12 +100,23 @@ std::vector<std::string>& names_list() {
 
 const std::vector<std::string>& policy_names() { return names_list(); }
 
-void add_policy(const std::string& name, RuleFn rule, bool fixture) {
+void add_policy(const std::string& name, Rule rule, bool fixture) {
   if (name.empty() || !rule) throw std::invalid_argument("add_policy: a policy needs a name and a rule");
   if (find_policy(name)) throw std::invalid_argument("add_policy: policy '" + name + "' already exists");
   names_list();  // the built-ins first
-  policies().push_back(Policy{name, "", rule, fixture});
+  policies().push_back(Policy{name, "", std::move(rule), fixture, "", true});
   names_list().push_back(name);
+}
+
+void remove_policy(const std::string& name) {
+  auto& ps = policies();
+  auto it = std::find_if(ps.begin(), ps.end(), [&](const Policy& p) { return p.added && p.name == name; });
+  if (it == ps.end()) return;
+  ps.erase(it);
+  auto& names = names_list();
+  names.erase(std::remove(names.begin(), names.end(), name), names.end());
+  for (auto& p : ps)
+    if (p.substitute == name) p.substitute.clear();
 }
 
 void substitute_policy(const std::string& real, const std::string& with) {
@@ -111,7 +124,7 @@ void substitute_policy(const std::string& real, const std::string& with) {
   const Policy* w = find_policy(with);
   if (!r || !w)
     throw std::invalid_argument("unknown routing policy '" + (r ? with : real) + "'; known: " + join(policy_names()));
-  r->substitute = w->rule;
+  r->substitute = w->name == r->name ? "" : w->name;
 }
 
 std::string canonical_policy(const std::string& policy) {
@@ -158,8 +171,10 @@ RouteDecision route(const std::string& policy, const RouteInput& in) {
           "num_query_tokens = " + std::to_string(tokens) + " is not num_seqs = " + std::to_string(in.num_seqs) +
               " queries of 1 .. max_query_len = " + std::to_string(in.max_query_len) +
               " tokens, one of them the longest");
-  RouteDecision d = (p->substitute ? p->substitute : p->rule)(in);
+  const Policy* by = p->substitute.empty() ? p : find_policy(p->substitute);
+  RouteDecision d = by->rule(in);
   d.policy = p->name;
+  if (by != p) d.reason = by->name + ": " + d.reason;  // the substitute's rule decided
   return d;
 }
 

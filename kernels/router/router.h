@@ -69,6 +69,8 @@
 // (substitute_policy, `kvharness run --replace-router`).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,15 @@ struct RouteInput {
   int64_t num_kv_heads = 0;      // 0: num_heads; else must divide num_heads
   int64_t num_query_tokens = 0;  // all sequences' query tokens (q.shape[0]); 0: num_seqs
   int64_t max_query_len = 1;     // the longest query (max_seqlen_q); > 1: a prefill or chunk in the batch
+  // What a stack's own dispatcher may read besides (provider routers, kvh_route_args; the built-in
+  // rules read none of them). Codes are provider.h's; 0 / -1 / "" when the caller does not know.
+  int64_t block_size = 0, max_context_len = 0;
+  int32_t dtype = 0;             // kvh_dtype of query and out
+  int32_t cache_dtype_code = 0;  // kvh_dtype of the cache elements (fp8 codes); 0: dtype
+  int32_t kv_scales = 0;         // kvh_scale_granularity
+  int32_t cache_format = -1;     // kvh_cache_format of the case's cache; -1: the router picks it
+  bool causal = true;
+  std::string target;            // the case's named target, "" for the device or cus=N
 };
 
 /// The decision: the reader, the policy that chose it, and why, naming the
@@ -141,19 +152,33 @@ bool is_regression_fixture(const std::string& policy);
 /// `in` has been validated by route(). Must not throw for valid input, except
 /// std::invalid_argument for an input the modelled launcher itself rejects.
 using RuleFn = RouteDecision (*)(const RouteInput& in);
+/// A rule with state: a provider's router (kvh_kernel_desc.route with its context).
+using Rule = std::function<RouteDecision(const RouteInput& in)>;
+
+/// A router that failed while deciding (a provider router that raised): the case is a
+/// CRASH of the router with this message, not UNSUPPORTED (which std::invalid_argument means).
+struct RouterError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// A policy beside the built-in ones (a planted policy of the mutation test,
 /// kernels/testing/planted_routers.cpp). `fixture`: known to misroute on
 /// purpose (its misroutes are expected failures, like aiter-pre-b4885d2).
 /// Throws std::invalid_argument when the name is empty or already taken.
 /// Process-wide; not thread-safe against concurrent route() calls.
-void add_policy(const std::string& name, RuleFn rule, bool fixture = false);
+void add_policy(const std::string& name, Rule rule, bool fixture = false);
+
+/// Removes a policy add_policy added (a provider router whose provider is closed); cases
+/// substituted by it (--replace-router) go back to their own rule. Built-in policies and
+/// unknown names are left alone.
+void remove_policy(const std::string& name);
 
 /// Runs policy `real` (a name or alias) with the rule of policy `with` from now
 /// on, e.g. substitute_policy("aiter-b4885d2", "aiter-pre-b4885d2"): every case
 /// that names `real` keeps its id, its expectations and its non-fixture status
 /// (a misroute is then an unexpected failure), but is routed by `with`'s rule.
-/// This is `kvharness run --replace-router REAL=WITH`. Throws
+/// This is `kvharness run --replace-router REAL=WITH`; WITH may be a provider's router.
+/// RouteDecision::reason then starts with "WITH: " (the rule that decided). Throws
 /// std::invalid_argument for an unknown name. Process-wide, like add_policy.
 void substitute_policy(const std::string& real, const std::string& with);
 

@@ -21,6 +21,7 @@
 #include <ATen/dlpack.h>  // the header a torch installation ships
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +75,7 @@ struct KernelCtx {
 /// One opened module.
 struct Bridge {
   py::object call, workspace, workspaces;  // _bridge's Handle.call / .workspace_bytes / .workspaces
+  py::object route;                        // Handle.route (kvharness 0.5 routers)
   int32_t device_type = KVH_DEVICE_CPU, device_id = 0;
   std::vector<std::unique_ptr<KernelCtx>> contexts;
   std::vector<kvh_kernel_desc> descs;
@@ -393,6 +395,56 @@ int py_workspaces(void* ctx, const kvh_attention_args* a, kvh_workspace_spec* sp
   return rc;
 }
 
+// ---- routers (kvharness 0.5) ----
+
+const char* cache_format_or_none(int32_t f) {
+  static const char* const names[] = {"flash", "pa_v1", "shuffle", "hnd"};
+  return f >= 0 && f <= 3 ? names[f] : nullptr;
+}
+
+/// The routing inputs as the Python router gets them (providers/python/README.md): names for
+/// dtypes, formats and granularities, as case files spell them.
+py::dict route_kwargs(const kvh_route_args& a) {
+  py::dict kw;
+  kw["num_seqs"] = a.num_seqs;
+  kw["num_heads"] = a.num_heads;
+  kw["num_kv_heads"] = a.num_kv_heads;
+  kw["head_size"] = a.head_size;
+  kw["block_size"] = a.block_size;
+  kw["num_query_tokens"] = a.num_query_tokens;
+  kw["max_query_len"] = a.max_query_len;
+  kw["max_context_len"] = a.max_context_len;
+  kw["compute_units"] = a.compute_units;
+  kw["dtype"] = cache_dtype_name(a.dtype);
+  kw["cache_dtype"] = cache_dtype_name(a.cache_dtype);
+  kw["kv_scales"] = scales_name(a.kv_scales);
+  const char* format = cache_format_or_none(a.cache_format);
+  kw["cache_format"] = format ? py::object(py::str(format)) : py::object(py::none());
+  kw["high_precision"] = a.high_precision;
+  kw["causal"] = a.causal != 0;
+  kw["target"] = a.target ? a.target : "";
+  return kw;
+}
+
+// Copies `s` into the fixed array `dst` of `n` bytes, truncated, NUL-terminated.
+template <size_t N> void put(char (&dst)[N], const std::string& s) {
+  const size_t m = std::min(s.size(), N - 1);
+  std::memcpy(dst, s.data(), m);
+  dst[m] = 0;
+}
+
+int py_route(void* ctx, const kvh_route_args* a, kvh_route_result* out) {
+  auto* k = static_cast<KernelCtx*>(ctx);
+  return guarded(k, [&]() -> py::object {
+    py::object r = k->bridge->route(k->index, route_kwargs(*a));
+    if (!py::isinstance<py::tuple>(r)) return r;  // the error text
+    const py::tuple t = r;
+    put(out->kernel, t[0].cast<std::string>());
+    put(out->reason, t[1].cast<std::string>());
+    return py::none();
+  });
+}
+
 const char* py_last_error(void* ctx) { return static_cast<KernelCtx*>(ctx)->error.c_str(); }
 
 void close_bridge(void* p) {
@@ -402,6 +454,7 @@ void close_bridge(void* p) {
     b->call = py::object();
     b->workspace = py::object();
     b->workspaces = py::object();
+    b->route = py::object();
   } catch (...) {
   }
   delete b;
@@ -452,6 +505,7 @@ void describe(Bridge& b, const py::list& kernels) {
     desc.context = k.get();
     if (desc.role == KVH_ROLE_WRITER) desc.write = py_write;
     if (desc.role == KVH_ROLE_READER) desc.attention = py_attention;
+    if (desc.role == KVH_ROLE_ROUTER) desc.route = py_route;
     if (d["has_workspace"].cast<bool>()) desc.workspace_bytes = py_workspace;
     if (k->typed_workspaces) desc.workspaces = py_workspaces;
     desc.last_error = py_last_error;
@@ -493,6 +547,7 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       b->call = handle.attr("call");
       b->workspace = handle.attr("workspace_bytes");
       b->workspaces = handle.attr("workspaces");
+      b->route = handle.attr("route");
       describe(*b, handle.attr("kernels"));
       out->num_kernels = int32_t(b->descs.size());
       out->kernels = b->descs.empty() ? nullptr : b->descs.data();

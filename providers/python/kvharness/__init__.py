@@ -14,6 +14,16 @@ tensors are torch.Tensor views of the harness's guarded storage (zero-copy,
 DLPack), on the case's device. The decorators register the kernel and return
 the function unchanged, so tests can call it directly. The full contract is in
 providers/python/README.md.
+
+Allocation-shaped containers: a function that names `key_cache_container` /
+`value_cache_container` also gets the cache as the stack allocated it, over the
+same storage as the views (kvharness/_containers.py). What the stacks pass, per format:
+  shuffle   [num_blocks, block_size, num_kv_heads, head_size], which the stack's
+            launcher reinterprets as the 5-D views (vLLM ROCM_AITER_FA: kv_cache.unbind(0));
+            None for a layout with no such tensor (head_interleaved)
+  flash, hnd, pa_v1   None: the stacks pass the views themselves.
+Stack adapters (kvharness.stacks.vllm, .sglang) and the source-checkout loader are in
+kvharness/stacks/ (providers/python/README.md "Stacks").
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import dataclasses
 import sys
 from typing import Callable, Optional, Sequence
 
-__all__ = ["writer", "reader", "Unsupported", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES", "MODIFIERS",
+__all__ = ["writer", "reader", "router", "Unsupported", "Kernel", "CACHE_FORMATS", "DTYPES", "CACHE_DTYPES", "KV_SCALES", "MODIFIERS",
            "WORKSPACE_DTYPES", "ANY_QUERY_LEN", "READER_ARGS"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
@@ -62,7 +72,16 @@ READER_ARGS = frozenset((
 RAGGED_ARGS = ("query_start_loc", "seq_lens", "max_query_len", "num_query_tokens", "causal", "k_scale_tensor",
                "v_scale_tensor")
 
-ROLE_WRITER, ROLE_READER = 1, 2
+#: Keywords a function may name to get the allocation-shaped cache containers (kvharness/_containers.py);
+#: passed only to functions that name them, never through **kwargs.
+CONTAINER_ARGS = ("key_cache_container", "value_cache_container")
+
+ROLE_WRITER, ROLE_READER, ROLE_ROUTER = 1, 2, 3
+#: The keyword arguments a router gets (provider.h's kvh_route_args; names for dtypes, formats and
+#: granularities as case files spell them; cache_format None: the router picks the cache format).
+ROUTE_ARGS = ("num_seqs", "num_heads", "num_kv_heads", "head_size", "block_size", "num_query_tokens",
+              "max_query_len", "max_context_len", "compute_units", "dtype", "cache_dtype", "kv_scales",
+              "cache_format", "high_precision", "causal", "target")
 
 
 class Unsupported(Exception):
@@ -107,6 +126,8 @@ class Kernel:
     workspaces: Optional[object] = None
     # workspaces validated at registration when it is a list: [(name, kvh_dtype, shape), ...]
     workspace_specs: Optional[list] = None
+    # routers: the library's kernel names -> the harness readers they run as (None: names pass as they are)
+    kernel_names: Optional[dict] = None
 
 
 #: Every kernel any imported module registered, in definition order.
@@ -307,4 +328,39 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
                          workspace_bytes=workspace_bytes, cache_dtypes=tuple(cache_dtypes),
                          kv_scales=tuple(kv_scales), modifiers=tuple(modifiers), max_query_len=max_query_len,
                          workspaces=workspaces)
+    return deco
+
+
+def router(name: str, description: str = "", kernel_names: Optional[dict] = None, fixture: bool = False):
+    """Registers a router (kvharness 0.5): fn(**routing inputs) -> kernel name, or (name, reason).
+
+    A router is a routing policy: case files name it as `routers = [NAME]` beside the built-in
+    policies, `expect_routed_to` and route boundary cases are judged by it, and `kvharness run
+    --replace-router BUILTIN=NAME` routes a built-in policy's cases with it. It gets the ROUTE_ARGS
+    keywords its signature names (all of them with **kwargs): num_seqs, num_heads, num_kv_heads
+    (per rank), head_size, block_size, num_query_tokens, max_query_len, max_context_len,
+    compute_units, dtype ("fp16" | "bf16"), cache_dtype ("fp16", "bf16", "fp8_e4m3fn",
+    "fp8_e4m3fnuz"), kv_scales ("none", "tensor", ...), cache_format (None: not fixed by the case),
+    high_precision (0..2), causal (bool), target ("MI355X", or "" for the device / cus=N).
+
+    kernel_names maps the names the router returns (the library's kernels) to the registered
+    readers that run them, e.g. {"pa_fwd_asm": "pa_fwd_asm", "paged_attention_rocm":
+    "paged_attention_rocm"}; a name it lacks passes unchanged, and a name no reader has is FAIL
+    misroute naming it. An exception raised by fn is the case's CRASH (component router) with
+    its message. fixture=True marks a known-misrouting router (its name must contain "fixture").
+    Raises ValueError/TypeError at import for a bad declaration.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a router name must be a non-empty string, got {name!r}")
+    if kernel_names is not None and (not isinstance(kernel_names, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and v for k, v in kernel_names.items())):
+        raise TypeError(f"router {name!r}: kernel_names must be a dict of non-empty str -> str, got {kernel_names!r}")
+
+    def deco(fn):
+        if not callable(fn):
+            raise TypeError(f"router {name!r}: the decorated object is not callable")
+        _KERNELS.append(Kernel(name=name, role=ROLE_ROUTER, cache_format="flash", fn=fn, module=_registering_module(),
+                               fixture=bool(fixture), description=description,
+                               kernel_names=dict(kernel_names) if kernel_names else None))
+        return fn
     return deco

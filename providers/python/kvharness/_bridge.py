@@ -30,6 +30,7 @@ import sysconfig
 import traceback
 
 import kvharness
+from kvharness import _containers
 
 DEVICE_CPU, DEVICE_CUDA, DEVICE_ROCM = 1, 2, 10
 
@@ -75,6 +76,13 @@ def _import(spec: str):
             raise
         return mod
     return importlib.import_module(spec)
+
+
+def _module_name(spec: str) -> str:
+    """The name `spec` is imported under (a .py path: its file name without .py)."""
+    if spec.endswith(".py") or os.sep in spec:
+        return os.path.splitext(os.path.basename(spec))[0]
+    return spec
 
 
 def _import_error(spec: str, e: BaseException) -> str:
@@ -182,6 +190,12 @@ def _refusal(e) -> tuple:
     return ("unsupported", reason or "kvharness.Unsupported raised without a reason")
 
 
+def _describe_def(fn) -> str:
+    """file:line of fn's def."""
+    code = getattr(fn, "__code__", None)
+    return _where(code.co_filename, code.co_firstlineno) if code else "?"
+
+
 def _named(fn):
     """The keyword names fn's signature lists (not counting **kwargs)."""
     try:
@@ -229,6 +243,8 @@ class Handle:
         self._ws_fn = [k.workspace_bytes or (k.workspaces if callable(k.workspaces) else None) for k in kernels]
         self._ws_accepts = [_accepted(f) if f else None for f in self._ws_fn]
         self._withheld = [_withheld(k.fn, k) for k in kernels]
+        # Allocation-shaped containers (kvharness/_containers.py): only to functions that name them.
+        self._containers = [set(_containers.CONTAINER_ARGS) & _named(k.fn) for k in kernels]
         self._ws_withheld = [_withheld(f, k) if f else frozenset() for f, k in zip(self._ws_fn, kernels)]
         self._ws_named = [_named(k.fn) if k.workspaces is not None else set() for k in kernels]
         self._last_specs = [k.workspace_specs for k in kernels]  # the typed workspaces of the latest sizing
@@ -294,11 +310,32 @@ class Handle:
                 # Each also by its own name, to a reader that names that parameter.
                 kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
             args = self._tensors(kwargs, accepts, self._withheld[index])
+            if self._containers[index]:
+                args.update(_containers.containers(k.cache_format, args, self._containers[index]))
             with self._stream(stream):
                 k.fn(**args)
             return None
         except kvharness.Unsupported as e:
             return _refusal(e)
+        except BaseException as e:  # noqa: B902 -- nothing may cross into C++
+            return _describe(e, k)
+
+    def route(self, index: int, kwargs: dict):
+        """kvh_route_fn: (kernel, reason) of router `index` for the routing inputs, or the error text.
+        The router's name goes through its kernel_names; the reason then names the library's kernel."""
+        k = self._kernels[index]
+        try:
+            accepts = self._accepts[index]
+            r = k.fn(**{n: v for n, v in kwargs.items() if accepts is None or n in accepts})
+            name, reason = (r, "") if isinstance(r, str) else tuple(r) if isinstance(r, (tuple, list)) else (r, None)
+            if not isinstance(name, str) or not isinstance(reason, str) or not name:
+                return (f"TypeError: router {k.name} returned {r!r}; expected a kernel name or "
+                        f"(kernel name, reason) of str ({_describe_def(k.fn)})")
+            mapped = (k.kernel_names or {}).get(name, name)
+            if mapped != name:
+                reason = f"{reason}; " if reason else ""
+                reason += f"called {name}"
+            return mapped, reason
         except BaseException as e:  # noqa: B902 -- nothing may cross into C++
             return _describe(e, k)
 
@@ -388,13 +425,22 @@ def _decode_defaults(out: dict, kwargs: dict):
 
 
 def load(spec: str, device_type: int, device_id: int):
-    """Imports module `spec` (a name on sys.path or a .py path) and returns (Handle, None) or (None, error text)."""
+    """Imports module `spec` (a name on sys.path or a .py path, optionally with `?key=value&...` parameters the
+    module reads through kvharness.stacks.options) and returns (Handle, None) or (None, error text)."""
+    import kvharness.stacks as stacks
     try:
+        spec, params = stacks.parse_spec(spec)
+        if params:
+            stacks.set_options(_module_name(spec), params)
         mod = _import(spec)
+        left = stacks.unclaimed(mod.__name__) if params else {}
+        if left:
+            raise ValueError(f"module {mod.__name__} takes no parameters (got {', '.join(sorted(left))}): "
+                             "only kvharness.stacks adapters read them")
     except BaseException as e:  # noqa: B902
         return None, _import_error(spec, e)
     kernels = [k for k in kvharness._KERNELS if k.module == mod.__name__]
     if not kernels:
         return None, (f"module {mod.__name__} ({getattr(mod, '__file__', '?')}) registers no kernel: decorate "
-                      "functions with kvharness.writer / kvharness.reader")
+                      "functions with kvharness.writer / kvharness.reader / kvharness.router")
     return Handle(kernels, device_type, device_id), None
