@@ -316,6 +316,9 @@ void add_run_scheduling(Cli& k) {
   run->add_option("--timing-warmup", o.timing.warmup, "GPU backends: untimed launches before them")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  run->add_flag("--timing-on-cpu", o.timing.on_cpu,
+                "time passing cases on the cpu backend too (host clock; a Python provider's own timing reports "
+                "host_us and timing_method host_clock)");
 }
 
 void add_list_and_info(Cli& k) {
