@@ -240,7 +240,7 @@ class Handle:
             from kvharness import _timing
             return _timing.measure(self, index, make_kwargs, stream, max(0, warmup), max(1, reps))
         except BaseException as e:  # noqa: B902 -- nothing may cross into C++
-            return "timing: " + _describe(e, k)
+            return _describe(e, k)
 
     def workspace_bytes(self, index: int, kwargs: dict):
         k = self._kernels[index]
