@@ -109,14 +109,19 @@ def graph_us(fn, reps: int, calls: int = CALLS_PER_GRAPH):
 
 
 def _recover(side):
-    """After a refused capture: no stream left capturing, no work pending."""
+    """After a refused capture: no work pending, and torch's CUDA generator out of capture mode (a
+    capture_end that raises leaves it there, and every later random op on the device would raise
+    "Offset increment outside graph capture"): its state is replaced by a copy, which is not capturing."""
     import torch
 
-    try:
-        side.synchronize()
-    except Exception:  # noqa: BLE001
-        pass
-    torch.cuda.synchronize()
+    for wait in (side.synchronize, torch.cuda.synchronize):
+        try:
+            wait()
+        except Exception:  # noqa: BLE001 -- the capture's own error again
+            pass
+    gen = torch.cuda.default_generators[torch.cuda.current_device()]
+    if hasattr(gen, "graphsafe_set_state") and hasattr(gen, "clone_state"):  # torch 2.4+
+        gen.graphsafe_set_state(gen.clone_state())
 
 
 def events_batch_us(fn, reps: int) -> float:
