@@ -401,7 +401,7 @@ int py_time(void* ctx, const void* args, void* stream, int32_t warmup, int32_t r
       make = py::cpp_function([a, &b, k] { return attention_kwargs(*a, b, true, *k); });
     }
     py::object r = b.time(k->index, make, reinterpret_cast<uintptr_t>(stream), warmup, reps);
-    if (!py::isinstance<py::tuple>(r)) return r;  // the error text
+    if (!py::isinstance<py::tuple>(r) || py::len(r) != 3) return py::str(r);  // the error text
     const py::tuple t = r;
     if (KVH_HAS_FIELD(out, kvh_timing, method)) out->method = t[2].cast<int32_t>();
     if (KVH_HAS_FIELD(out, kvh_timing, kernel_us)) out->kernel_us = t[0].cast<double>();
