@@ -10,6 +10,7 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include "dtype_names.h"
 #include "filter.h"
 #include "keys.h"
 #include "model.h"
@@ -73,8 +74,12 @@ std::vector<std::string> strings(const Ctx& c, const toml::table& t, const std::
   for (const auto& e : *a) {
     auto s = e.value<std::string>();
     if (!s) c.fail(e, key, "expected a string element, got " + type_name(e));
-    if (!closed.empty() && std::find(closed.begin(), closed.end(), *s) == closed.end())
-      c.fail(e, key, fmt::format("unknown value '{}'; expected one of {}", *s, fmt::join(closed, ", ")));
+    if (!closed.empty() && std::find(closed.begin(), closed.end(), *s) == closed.end()) {
+      // A serving stack's dtype name (vLLM's "fp8"): say which kvharness name it is.
+      const std::string hint = key == "kv_cache_dtype" || key == "dtypes" ? stack_dtype_hint(*s) : "";
+      c.fail(e, key, fmt::format("unknown value '{}'; expected one of {}{}", *s, fmt::join(closed, ", "),
+                                 hint.empty() ? "" : "." + hint));
+    }
     out.push_back(*s);
   }
   return out;

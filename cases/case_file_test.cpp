@@ -1,4 +1,5 @@
 #include "case_file.h"
+#include "dtype_names.h"
 #include "filter.h"
 #include "case_file_test_util.h"
 
@@ -432,7 +433,22 @@ TEST(CaseFile, BadFp8AxesNameFileLineFieldAndWhatWasExpected) {
                            "num_tokens = [4]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\nwriters = [\"w\"]\n";
   testing::expect_error(head + "kv_cache_dtype = [\"fp8_e5m2\"]\n",
                         "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8_e5m2'; expected one of fp16, bf16, "
-                        "fp8_e4m3fn, fp8_e4m3fnuz");
+                        "fp8_e4m3fn, fp8_e4m3fnuz. 'fp8_e5m2' is vLLM's E5M2 kv_cache_dtype: no kvharness cache dtype");
+  // A stack's name says which kvharness name it is (vLLM's "fp8" is fnuz on MI300, fn on CUDA and MI350).
+  testing::expect_error(head + "kv_cache_dtype = [\"fp8\"]\n",
+                        "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8'; expected one of fp16, bf16, "
+                        "fp8_e4m3fn, fp8_e4m3fnuz. 'fp8' is vLLM's kv_cache_dtype for fp8 E4M3: kvharness "
+                        "fp8_e4m3fnuz on MI300X/MI325X (gfx942");
+  testing::expect_error(head + "kv_cache_dtype = [\"fp8_e4m3fn\", \"fp8_e4m3\"]\n",
+                        "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8_e4m3'; expected one of fp16, bf16, "
+                        "fp8_e4m3fn, fp8_e4m3fnuz. 'fp8_e4m3' is vLLM's kv_cache_dtype, the same as 'fp8'");
+  testing::expect_error(head + "kv_cache_dtype = [\"float8_e4m3fnuz\"]\n",
+                        "unknown value 'float8_e4m3fnuz'; expected one of fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz. "
+                        "'float8_e4m3fnuz' is torch's name: kvharness fp8_e4m3fnuz");
+  EXPECT_EQ(stack_dtype_hint("fp9"), "");  // no hint for a name no stack uses
+  testing::expect_error(head.substr(0, head.find("dtypes")) + "dtypes = [\"bfloat16\"]\nwriters = [\"w\"]\n",
+                        "field 'dtypes': unknown value 'bfloat16'; expected one of fp16, bf16. 'bfloat16' is torch's "
+                        "name: kvharness bf16");
   testing::expect_error(head + "kv_cache_dtype = [\"fp8_e4m3fn\"]\nkv_scales = [\"channel\"]\n",
                         "bad.toml:10: field 'kv_scales': unknown value 'channel'; expected one of none, tensor, head, "
                         "block, token");

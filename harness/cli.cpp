@@ -41,6 +41,7 @@ struct Loaded {
   std::vector<std::string> file_of;
   std::vector<ExpectedFailure> expectations;  // the case files' [[expected_failure]] tables
   size_t before_filter = 0;                   // cases the files hold
+  std::set<std::string> unknown_kernels;      // list --allow-unknown-kernels: "writer NAME" not registered
 };
 
 // Names of the registered kernels of one role, for error messages.
@@ -52,7 +53,10 @@ std::string kernels_of_role(const Registry& reg, int role) {
 }
 
 // Loads, re-seeds, filters and validates cases. Throws CaseFileError/FilterError.
-Loaded load_cases(const RunOptions& o, const Registry& reg) {
+// allow_unknown: `list --allow-unknown-kernels`: a kernel name no provider registered is accepted
+// (collected in unknown_kernels) so that a case file naming provider kernels is checked without
+// loading them; a registered name of the wrong role is still an error.
+Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown = false) {
   Filter filter(o.filter);
   Loaded out;
   for (const auto& file : o.case_files) {
@@ -68,6 +72,10 @@ Loaded load_cases(const RunOptions& o, const Registry& reg) {
             {"reader", c.reader, KVH_ROLE_READER}, {"expect_routed_to", c.expect_routed_to, KVH_ROLE_READER}}) {
         if (name.empty()) continue;
         const Kernel* d = reg.find(name);
+        if (!d && allow_unknown) {
+          out.unknown_kernels.insert(fmt::format("{} {}", field, name));
+          continue;
+        }
         if (!d || d->role != role)
           throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", c.source, field, name,
                                           d ? fmt::format("a {} kernel, not a {}",
@@ -251,6 +259,7 @@ struct Cli {
   double heartbeat = -1;
   // info, bench
   bool info_keys = false;
+  bool allow_unknown_kernels = false;  // list --allow-unknown-kernels
   bench::Options bo;
   CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr, *copy_opt = nullptr;
   std::vector<std::string> bench_suites;
@@ -320,11 +329,18 @@ void add_run_scheduling(Cli& k) {
   run->add_option("--timing-warmup", o.timing.warmup, "GPU backends: untimed launches before them")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  run->add_flag("--timing-on-cpu", o.timing.on_cpu,
+                "time passing cases on the cpu backend too (host clock; a Python provider's own timing reports "
+                "host_us and timing_method host_clock)");
 }
 
 void add_list_and_info(Cli& k) {
   k.list = k.app.add_subcommand("list", "print the id of every case the files and filter select");
   add_common(k.list, k.o);
+  k.list->add_flag("--allow-unknown-kernels", k.allow_unknown_kernels,
+                   "check the case files without the providers their kernels come from (no torch or triton "
+                   "needed): a writer, reader or expect_routed_to no provider registered is accepted and named on "
+                   "stderr as 'unknown kernel (not loaded): FIELD NAME'; everything else is checked as usual");
   k.info = k.app.add_subcommand("info", "backend, device, wave size, compute units, registered kernels");
   k.info->add_option("--provider", k.o.providers, kProviderHelp);
   k.info->add_flag("--keys", k.info_keys,
@@ -459,8 +475,9 @@ std::optional<int> other_commands(Cli& k) {
     print_info(reg);
     return kExitPass;
   }
-  const Loaded loaded = load_cases(k.o, reg);
+  const Loaded loaded = load_cases(k.o, reg, k.allow_unknown_kernels);
   for (const auto& c : loaded.cases) fmt::print("{}\n", c.id());  // list
+  for (const auto& u : loaded.unknown_kernels) fmt::print(stderr, "kvharness: unknown kernel (not loaded): {}\n", u);
   if (loaded.cases.empty()) fmt::print(stderr, "kvharness: no case matches: {}\n", why_nothing_matches(k.o, loaded));
   return loaded.cases.empty() ? kExitNothingRunnable : kExitPass;
 }

@@ -1,21 +1,75 @@
 #include "bench/timing.h"
 
+#include <cmath>
+
+#include <fmt/format.h>
+
 #include "device/device.h"
+#include "registry/registry.h"
 
 namespace kvh {
 
-bool timing_enabled(const TimingOptions& t) {
+namespace {
+bool on_gpu() {
   static const bool gpu = device::info().backend != "cpu";
-  return t.reps > 0 && (gpu || t.on_cpu);
+  return gpu;
 }
+
+void add_note(std::string* note, const std::string& why) {
+  if (note) *note += (note->empty() ? "timing: " : "; timing: ") + why;
+}
+
+// A provider's own measurement (kvh_time_fn); a device fault after it propagates like a launch's.
+KernelTime provider_time(const TimingOptions& t, const Kernel& k, const void* args, std::string* note) {
+  kvh_timing out{};
+  const int rc = k.time(args, nullptr, t.warmup, t.reps, &out);
+  device::synchronize();
+  KernelTime r;
+  if (rc == KVH_RAISED) {
+    add_note(note, k.last_error());
+  } else if (rc != 0) {
+    add_note(note, fmt::format("{} (error code {})", device::error_text(rc), rc));
+  } else if (out.method == KVH_TIMING_NONE || !*timing_method_name(out.method)) {
+    add_note(note, fmt::format("{}'s provider did not time the call (method {})", k.name, out.method));
+  } else if (!std::isfinite(out.kernel_us) || out.kernel_us <= 0) {
+    add_note(note, fmt::format("{}'s provider measured kernel_us = {}", k.name, out.kernel_us));
+  } else {
+    r.kernel_us = out.kernel_us;
+    r.method = timing_method_name(out.method);
+    if (std::isfinite(out.host_us) && out.host_us > 0) r.host_us = out.host_us;
+  }
+  return r;
+}
+}  // namespace
+
+bool timing_enabled(const TimingOptions& t) { return t.reps > 0 && (on_gpu() || t.on_cpu); }
 
 std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note) {
   try {
     return device::time_median_us(launch, t.warmup, t.reps);
   } catch (const device::LaunchError& e) {
-    if (note) *note += (note->empty() ? "timing: " : "; timing: ") + std::string(e.what());
+    add_note(note, e.what());
     return std::nullopt;
   }
+}
+
+const char* timing_method_name(int method) {
+  switch (method) {
+    case KVH_TIMING_GRAPH: return "graph";
+    case KVH_TIMING_EVENTS_BATCH: return "events_batch";
+    case KVH_TIMING_HOST: return "host_clock";
+    case KVH_TIMING_EVENTS: return "device_events";
+  }
+  return "";
+}
+
+KernelTime time_case_kernel(const TimingOptions& t, const Kernel& k, const void* args,
+                            const std::function<int()>& launch, std::string* note) {
+  if (k.time) return provider_time(t, k, args, note);
+  KernelTime r;
+  r.kernel_us = time_kernel(t, launch, note);
+  if (r.kernel_us) r.method = timing_method_name(on_gpu() ? KVH_TIMING_EVENTS : KVH_TIMING_HOST);
+  return r;
 }
 
 }  // namespace kvh

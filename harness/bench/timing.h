@@ -8,12 +8,18 @@
 //     outputs. Relaunching is idempotent: a writer writes the same bytes to
 //     the same slots, a reader overwrites `out` and its workspace.
 //   - warmup untimed launches, then reps timed ones (device events), median.
+//   - A kernel whose provider times itself (kvh_kernel_desc.time, kvharness
+//     0.5: the Python bridge) is asked instead, on the same arguments and
+//     under the same rules: its kernel_us is device time (graph replays or
+//     events around a batch of calls), with host_us, its host overhead, beside.
 #pragma once
 #include <functional>
 #include <optional>
 #include <string>
 
 namespace kvh {
+
+struct Kernel;
 
 struct TimingOptions {
   int warmup = 3;
@@ -28,5 +34,26 @@ bool timing_enabled(const TimingOptions& t);
 /// nullopt when a timed launch returned an error code; then "; timing: <why>"
 /// is appended to *note. A device fault (device::Error) propagates.
 std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note);
+
+/// One kernel's time: kernel_us, host_us (provider timing only) and how
+/// kernel_us was measured (timing_method_name of a kvh_timing_method; empty
+/// when not measured).
+struct KernelTime {
+  std::optional<double> kernel_us, host_us;
+  std::string method;
+};
+
+/// Name of a kvh_timing_method in results.json: "graph", "events_batch",
+/// "host_clock", "device_events"; "" for KVH_TIMING_NONE or an unknown value.
+const char* timing_method_name(int method);
+
+/// Times kernel `k` on `args` (the kvh_write_args or kvh_attention_args of
+/// the verdict's launch, by its role): through k.time when its provider has
+/// one, else time_kernel(launch) (device_events on a GPU, host_clock on the
+/// cpu backend). A provider that raised or returned an error code, or a
+/// measurement that is not a finite positive number, leaves kernel_us null
+/// and appends "; timing: <why>" to *note. A device fault propagates.
+KernelTime time_case_kernel(const TimingOptions& t, const Kernel& k, const void* args,
+                            const std::function<int()>& launch, std::string* note);
 
 }  // namespace kvh

@@ -322,9 +322,14 @@ void reference_write(DecodeCase& d, DeviceArena& into) {
     reference_write_into(into, d.L(), h.buf.get(), h.views.k, h.views.v, slots, d.s.total_tokens);
 }
 
+kvh_write_args case_writer_args(DecodeCase& d) {
+  return writer_args(d.L(), d.cache->storage(), d.hist->views, d.hist->buf.get(), d.d_slots.get(), d.s.total_tokens,
+                     d.c.dtype, cache_kvh_dtype(d.c), d.fp8);
+}
+
 int launch_case_writer(DecodeCase& d) {
-  return launch_writer(*d.wr, d.L(), d.cache->storage(), d.hist->views, d.hist->buf.get(), d.d_slots.get(),
-                       d.s.total_tokens, d.c.dtype, cache_kvh_dtype(d.c), d.fp8);
+  const kvh_write_args a = case_writer_args(d);
+  return d.wr->write(&a, nullptr);
 }
 
 // launch (pipeline): the writer under test writes every context token and is judged first,
@@ -680,9 +685,16 @@ void time_kernels(DecodeCase& d) {
   if (!timing_enabled(d.options.timing)) return;
   enter_phase(Phase::Timing);
   d.running(component::kReader);
-  d.r.v.kernel_us = time_kernel(d.options.timing, [&] { return d.rd->attention(&d.a, nullptr); }, &d.r.v.detail);
+  const KernelTime t =
+      time_case_kernel(d.options.timing, *d.rd, &d.a, [&] { return d.rd->attention(&d.a, nullptr); }, &d.r.v.detail);
+  d.r.v.kernel_us = t.kernel_us;
+  d.r.v.host_us = t.host_us;
+  d.r.v.timing_method = t.method;
   d.running(component::kWriter);
-  if (d.wr) d.r.v.writer_us = time_kernel(d.options.timing, [&] { return launch_case_writer(d); }, &d.r.v.detail);
+  if (!d.wr) return;
+  const kvh_write_args wa = case_writer_args(d);
+  d.r.v.writer_us =
+      time_case_kernel(d.options.timing, *d.wr, &wa, [&] { return launch_case_writer(d); }, &d.r.v.detail).kernel_us;
 }
 
 // The stages from the cache on, on the device; a device error is charged to d.on_device.

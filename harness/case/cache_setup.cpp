@@ -51,9 +51,8 @@ StridedView kernel_view(const StridedView& v, const CacheLayout& L) {
   return out;
 }
 
-int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
-                  void* d_slots, int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
-                  const KvScaleTensors* scales) {
+kvh_write_args writer_args(const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv, void* d_slots,
+                           int64_t num_tokens, DType dtype, kvh_dtype cache_dtype, const KvScaleTensors* scales) {
   kvh_write_args a{};
   const kvh_dtype dt = to_kvh(dtype);
   a.key_cache = to_tensor(L.key, d_storage, L.geo.elem_bytes, cache_dtype);
@@ -67,6 +66,13 @@ int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const 
   a.value = to_tensor(kernel_view(qkv.v, L), d_qkv, 2, dt);
   a.slot_mapping = contiguous_tensor(d_slots, {num_tokens}, KVH_DT_I64);
   a.block_size = L.geo.block_size;
+  return a;
+}
+
+int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
+                  void* d_slots, int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
+                  const KvScaleTensors* scales) {
+  const kvh_write_args a = writer_args(L, d_storage, qkv, d_qkv, d_slots, num_tokens, dtype, cache_dtype, scales);
   return w.write(&a, nullptr);
 }
 

@@ -63,5 +63,9 @@ class KvScaleTensors;
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,
                   void* d_slots, int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
                   const KvScaleTensors* scales = nullptr);
+/// The arguments launch_writer passes (for timing the same call: time_case_kernel).
+kvh_write_args writer_args(const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv, void* d_slots,
+                           int64_t num_tokens, DType dtype, kvh_dtype cache_dtype,
+                           const KvScaleTensors* scales = nullptr);
 
 }  // namespace kvh

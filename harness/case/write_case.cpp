@@ -68,6 +68,10 @@ struct WriteCase : CaseState {
     return launch_writer(*w, L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size, c.dtype,
                          cache_kvh_dtype(c), &*scales);
   }
+  kvh_write_args args() const {
+    return writer_args(L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size, c.dtype,
+                       cache_kvh_dtype(c), &*scales);
+  }
 };
 
 // plan: the writer and its capabilities, the layout of its cache format, the slots.
@@ -161,7 +165,11 @@ void time_writer(WriteCase& d) {
   if (d.r.v.status != Status::Pass || !timing_enabled(d.timing)) return;
   enter_phase(Phase::Timing);
   d.running(component::kWriter);
-  d.r.v.kernel_us = time_kernel(d.timing, [&] { return d.launch(); }, &d.r.v.detail);
+  const kvh_write_args a = d.args();
+  const KernelTime t = time_case_kernel(d.timing, *d.w, &a, [&] { return d.launch(); }, &d.r.v.detail);
+  d.r.v.kernel_us = t.kernel_us;
+  d.r.v.host_us = t.host_us;
+  d.r.v.timing_method = t.method;
 }
 
 }  // namespace

@@ -69,6 +69,9 @@ struct Verdict {
   std::optional<double> max_abs_err, max_rel_err;
   std::optional<double> kernel_us;     // median µs of the kernel (pipeline: the reader); GPU backends, PASS only
   std::optional<double> writer_us;     // pipeline: median µs of the writer
+  std::optional<double> host_us;       // median host µs of one call of the kernel_us kernel, when its provider times
+                                       // itself (kvh_time_fn): the bridge's and the provider's host overhead
+  std::string timing_method;           // how kernel_us was measured (timing.h names); empty: not measured
   int64_t bad_elements = 0;
 };
 

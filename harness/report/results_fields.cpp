@@ -348,6 +348,14 @@ std::vector<ResultsField> make_results_fields() {
        "median microseconds of the kernel (pipeline: the reader); null if not measured"},
       {"writer_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.writer_us); },
        [](In f, Out o) { o.v.writer_us = f.opt_num(); }, "pipeline: median microseconds of the writer"},
+      {"host_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.host_us); },
+       [](In f, Out o) { o.v.host_us = f.opt_num(); },
+       "median host microseconds of one call of the kernel_us kernel (the bridge's and provider's overhead), when "
+       "its provider times itself (a Python provider); null otherwise"},
+      {"timing_method", kResult, kNullable, kOptional, [](R r) { return str_or_null(r.v.timing_method); },
+       [](In f, Out o) { o.v.timing_method = f.str(); },
+       "how kernel_us was measured: device_events (around each launch), graph (replays of a captured call), "
+       "events_batch (around back-to-back calls), host_clock; null if not measured"},
       {"bad_elements", kResult, kNotNull, kRequired, [](R r) -> json { return r.v.bad_elements; },
        [](In f, Out o) { o.v.bad_elements = f.count(); }, "elements out of tolerance: an integer >= 0"},
       {"seed", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.seed; },

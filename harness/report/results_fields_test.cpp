@@ -80,6 +80,8 @@ CaseResult every_field_set() {
   cr.v.max_rel_err = 0.5;
   cr.v.kernel_us = 12.25;
   cr.v.writer_us = 3.5;
+  cr.v.host_us = 84.5;
+  cr.v.timing_method = "graph";
   cr.v.bad_elements = 7;
   cr.data_seed = 18446744073709551557ull;
   cr.key_layout = "(2,8):(1,2)+0";

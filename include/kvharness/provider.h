@@ -269,6 +269,41 @@ typedef int (*kvh_workspaces_fn)(void* context, const kvh_attention_args* args, 
  *  thread); valid until the next call on it. */
 typedef const char* (*kvh_last_error_fn)(void* context);
 
+/* ---- appended in kvharness 0.5 (device timing of a provider's kernel) ---- */
+
+/** How kvh_timing.kernel_us was measured. */
+typedef enum kvh_timing_method {
+  KVH_TIMING_NONE = 0,         /* not measured */
+  KVH_TIMING_GRAPH = 1,        /* device events around replays of a CUDA/HIP graph that captured the call */
+  KVH_TIMING_EVENTS_BATCH = 2, /* device events around a batch of back-to-back eager calls, total / calls
+                                  (an upper bound when the calls are host-bound: the device waits for them) */
+  KVH_TIMING_HOST = 3,         /* host clock around each call (the cpu backend, where calls are synchronous) */
+  KVH_TIMING_EVENTS = 4        /* device events around each launch (the harness's own loop, never a provider's) */
+} kvh_timing_method;
+
+/** What a provider's `time` entry measured. Growable: the harness zero-fills it and sets
+ *  struct_size; the provider writes only the fields within struct_size.
+ *  kernel_us  median device microseconds of one call: what the device spends on it
+ *  host_us    median host microseconds of one eager call (the bridge's and the provider's
+ *             host overhead: argument conversion, launcher, allocations; 0 = not measured)
+ *  method     kvh_timing_method of kernel_us */
+typedef struct kvh_timing {
+  KVH_STRUCT_SIZE(struct kvh_timing);
+  int32_t method;
+  double kernel_us;
+  double host_us;
+  /* Later versions append fields here. */
+} kvh_timing;
+
+/** Times the kernel on `args` (kvh_write_args* for a writer, kvh_attention_args* for a reader,
+ *  exactly those of the call the verdict came from): `warmup` untimed calls, then at least `reps`
+ *  timed ones, results in *out. Called only after a PASS (the harness's own timing rules): a call is
+ *  idempotent, so the provider may call the kernel as often as it needs. Returns 0, KVH_RAISED
+ *  (last_error says why: the harness notes "timing: <why>" and keeps the verdict), or the kernel's
+ *  error code. A provider that cannot time a call returns 0 with method KVH_TIMING_NONE. */
+typedef int (*kvh_time_fn)(void* context, const void* args, void* stream, int32_t warmup, int32_t reps,
+                           kvh_timing* out);
+
 /* ---- appended in kvharness 0.5: the router role ----
  * A router is a routing policy a provider supplies (the stack's own dispatcher, e.g. aiter's
  * paged_attention_common): given one decode/prefill step as the stack's launcher sees it, it
@@ -332,6 +367,9 @@ typedef struct kvh_kernel_desc {
   /* ---- appended in kvharness 0.4 ---- */
   kvh_workspaces_fn workspaces;     /* role == KVH_ROLE_READER; may be null. When set, the harness asks it
                                        instead of workspace_bytes and passes kvh_attention_args.workspaces */
+  /* ---- appended in kvharness 0.5 (device timing) ---- */
+  kvh_time_fn time;                 /* may be null: the harness times the launches itself (device events
+                                       around each). When set, the harness asks it instead (kvh_time_fn) */
   /* ---- appended in kvharness 0.5: the router role ---- */
   kvh_route_fn route;               /* role == KVH_ROLE_ROUTER (cache_format, capabilities unused) */
 } kvh_kernel_desc;

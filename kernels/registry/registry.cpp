@@ -337,6 +337,7 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   if (d.workspace_bytes) k.workspace_bytes = detail::WorkspaceEntry(d.workspace_bytes, d.context, d.last_error);
   if (KVH_HAS_FIELD(&d, kvh_kernel_desc, workspaces) && d.workspaces)
     k.workspaces = detail::WorkspacesEntry(d.workspaces, d.context, d.last_error);
+  if (KVH_HAS_FIELD(&d, kvh_kernel_desc, time) && d.time) k.time = detail::TimeEntry(d.time, d.context);
   if (d.capabilities) {
     const kvh_capabilities c = read_growable(d.capabilities);
     if (c.num_head_sizes > 0 && c.head_sizes) k.caps.head_sizes.assign(c.head_sizes, c.head_sizes + c.num_head_sizes);

@@ -106,6 +106,22 @@ class WorkspacesEntry {
   void* context_ = nullptr;
   kvh_last_error_fn last_error_ = nullptr;
 };
+/// A provider's own timing of a call (kvh_time_fn, kvharness 0.5), callable as
+/// `fn(args, stream, warmup, reps, &timing)` with args a kvh_write_args* or
+/// kvh_attention_args* by role. Returns what the provider returned.
+class TimeEntry {
+ public:
+  TimeEntry() = default;
+  TimeEntry(kvh_time_fn fn, void* context) : fn_(fn), context_(context) {}
+  explicit operator bool() const { return fn_ != nullptr; }
+  int operator()(const void* args, void* stream, int32_t warmup, int32_t reps, kvh_timing* out) const {
+    return fn_(context_, args, stream, warmup, reps, out);
+  }
+
+ private:
+  kvh_time_fn fn_ = nullptr;
+  void* context_ = nullptr;
+};
 }  // namespace detail
 
 /// One kernel as the harness calls it, whatever ABI it came through.
@@ -121,6 +137,7 @@ struct Kernel {
   detail::Entry<kvh_attention_args> attention;  // role == KVH_ROLE_READER
   detail::WorkspaceEntry workspace_bytes;       // may be empty (no workspace)
   detail::WorkspacesEntry workspaces;           // typed workspaces; when set, used instead of workspace_bytes
+  detail::TimeEntry time;                       // the provider times its calls (kvharness 0.5); may be empty
   void* context = nullptr;
   kvh_last_error_fn last_error_fn = nullptr;
   std::string substitute;  // --replace-kernel REAL=WITH: "WITH" (a provider's: "python:MOD:WITH"); empty otherwise

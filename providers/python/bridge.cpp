@@ -62,6 +62,7 @@ struct Bridge;
 struct KernelCtx {
   Bridge* bridge = nullptr;
   int index = 0;  // in _bridge's kernel list
+  int32_t role = 0;
   std::string name, description, error;
   std::string pending;  // workspace_bytes raised: reported by the launch that follows
   int pending_rc = KVH_RAISED;  // or KVH_UNSUPPORTED: workspace_bytes declined the case (kvharness 0.5)
@@ -74,8 +75,8 @@ struct KernelCtx {
 
 /// One opened module.
 struct Bridge {
-  py::object call, workspace, workspaces;  // _bridge's Handle.call / .workspace_bytes / .workspaces
-  py::object route;                        // Handle.route (kvharness 0.5 routers)
+  py::object call, workspace, workspaces, time;  // _bridge's Handle.call / .workspace_bytes / .workspaces / .time
+  py::object route;                              // Handle.route (kvharness 0.5 routers)
   int32_t device_type = KVH_DEVICE_CPU, device_id = 0;
   std::vector<std::unique_ptr<KernelCtx>> contexts;
   std::vector<kvh_kernel_desc> descs;
@@ -445,6 +446,30 @@ int py_route(void* ctx, const kvh_route_args* a, kvh_route_result* out) {
   });
 }
 
+// kvh_time_fn (kvharness 0.5): Handle.time measures in Python (_timing.py); make_kwargs gives it
+// fresh capsules of the same call for each eager call, so host_us includes the bridge's conversion.
+int py_time(void* ctx, const void* args, void* stream, int32_t warmup, int32_t reps, kvh_timing* out) {
+  auto* k = static_cast<KernelCtx*>(ctx);
+  const Bridge& b = *k->bridge;
+  return guarded(k, [&]() -> py::object {
+    py::cpp_function make;
+    if (k->role == KVH_ROLE_WRITER) {
+      const auto* a = static_cast<const kvh_write_args*>(args);
+      make = py::cpp_function([a, &b] { return write_kwargs(*a, b); });
+    } else {
+      const auto* a = static_cast<const kvh_attention_args*>(args);
+      make = py::cpp_function([a, &b, k] { return attention_kwargs(*a, b, true, *k); });
+    }
+    py::object r = b.time(k->index, make, reinterpret_cast<uintptr_t>(stream), warmup, reps);
+    if (!py::isinstance<py::tuple>(r) || py::len(r) != 3) return py::str(r);  // the error text
+    const py::tuple t = r;
+    if (KVH_HAS_FIELD(out, kvh_timing, method)) out->method = t[2].cast<int32_t>();
+    if (KVH_HAS_FIELD(out, kvh_timing, kernel_us)) out->kernel_us = t[0].cast<double>();
+    if (KVH_HAS_FIELD(out, kvh_timing, host_us)) out->host_us = t[1].cast<double>();
+    return py::none();
+  });
+}
+
 const char* py_last_error(void* ctx) { return static_cast<KernelCtx*>(ctx)->error.c_str(); }
 
 void close_bridge(void* p) {
@@ -455,6 +480,7 @@ void close_bridge(void* p) {
     b->workspace = py::object();
     b->workspaces = py::object();
     b->route = py::object();
+    b->time = py::object();
   } catch (...) {
   }
   delete b;
@@ -500,6 +526,7 @@ void describe(Bridge& b, const py::list& kernels) {
     desc.name = k->name.c_str();
     desc.description = k->description.c_str();
     desc.role = d["role"].cast<int32_t>();
+    k->role = desc.role;
     desc.cache_format = d["cache_format"].cast<int32_t>();
     desc.fixture = d["fixture"].cast<bool>() ? 1 : 0;
     desc.context = k.get();
@@ -508,6 +535,7 @@ void describe(Bridge& b, const py::list& kernels) {
     if (desc.role == KVH_ROLE_ROUTER) desc.route = py_route;
     if (d["has_workspace"].cast<bool>()) desc.workspace_bytes = py_workspace;
     if (k->typed_workspaces) desc.workspaces = py_workspaces;
+    if (desc.role != KVH_ROLE_ROUTER) desc.time = py_time;
     desc.last_error = py_last_error;
     desc.capabilities = &k->caps;
     b.descs.push_back(desc);
@@ -548,6 +576,7 @@ extern "C" __attribute__((visibility("default"))) int kvh_provider_open(const kv
       b->workspace = handle.attr("workspace_bytes");
       b->workspaces = handle.attr("workspaces");
       b->route = handle.attr("route");
+      b->time = handle.attr("time");
       describe(*b, handle.attr("kernels"));
       out->num_kernels = int32_t(b->descs.size());
       out->kernels = b->descs.empty() ? nullptr : b->descs.data();

@@ -2,11 +2,13 @@
 
 load(spec, device_type, device_id) -> (Handle | None, error text | None)
 Handle.kernels: one dict per kernel for the C side; Handle.call(index, kwargs,
-stream), Handle.workspace_bytes(index, kwargs) and Handle.workspaces(index,
-kwargs) return None / an int / a list of (name, kvh_dtype, shape) on success,
-("unsupported", reason) when the provider raised kvharness.Unsupported
-(KVH_UNSUPPORTED, kvharness 0.5), and the error text (exception type, message,
-provider file:line; the innermost frame of the stack it called) on failure:
+stream), Handle.workspace_bytes(index, kwargs), Handle.workspaces(index,
+kwargs) and Handle.time(index, make_kwargs, stream, warmup, reps) return
+None / an int / a list of (name, kvh_dtype, shape) / (kernel_us, host_us,
+method) on success, ("unsupported", reason) when the provider raised
+kvharness.Unsupported (KVH_UNSUPPORTED, kvharness 0.5; not from time), and
+the error text (exception type, message, provider file:line; the innermost
+frame of the stack it called) on failure:
 no Python exception crosses into C++.
 
 Ragged-query arguments (kvharness 0.4) arrive from bridge.cpp as provider.h
@@ -300,18 +302,23 @@ class Handle:
             stack.enter_context(torch.cuda.stream(s))
         return stack
 
+    def _args(self, index: int, kwargs: dict) -> dict:
+        """The keyword arguments kernel `index` gets for the bridge's `kwargs` (capsules become tensors)."""
+        k = self._kernels[index]
+        if k.workspaces is not None:
+            named = self._named_workspaces(index, kwargs)
+            kwargs = dict(kwargs, workspaces=named)
+            # Each also by its own name, to a reader that names that parameter.
+            kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
+        args = self._tensors(kwargs, self._accepts[index], self._withheld[index])
+        if self._containers[index]:
+            args.update(_containers.containers(k.cache_format, args, self._containers[index]))
+        return args
+
     def call(self, index: int, kwargs: dict, stream: int):
         k = self._kernels[index]
         try:
-            accepts = self._accepts[index]
-            if k.workspaces is not None:
-                named = self._named_workspaces(index, kwargs)
-                kwargs = dict(kwargs, workspaces=named)
-                # Each also by its own name, to a reader that names that parameter.
-                kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
-            args = self._tensors(kwargs, accepts, self._withheld[index])
-            if self._containers[index]:
-                args.update(_containers.containers(k.cache_format, args, self._containers[index]))
+            args = self._args(index, kwargs)
             with self._stream(stream):
                 k.fn(**args)
             return None
@@ -336,6 +343,17 @@ class Handle:
                 reason = f"{reason}; " if reason else ""
                 reason += f"called {name}"
             return mapped, reason
+        except BaseException as e:  # noqa: B902 -- nothing may cross into C++
+            return _describe(e, k)
+
+    def time(self, index: int, make_kwargs, stream: int, warmup: int, reps: int):
+        """kvh_time_fn (kvharness 0.5): (kernel_us, host_us, method) for kernel `index`, or the error text.
+        make_kwargs() returns fresh bridge kwargs for the call the verdict came from (bridge.cpp).
+        See _timing.py for what is measured and how."""
+        k = self._kernels[index]
+        try:
+            from kvharness import _timing
+            return _timing.measure(self, index, make_kwargs, stream, max(0, warmup), max(1, reps))
         except BaseException as e:  # noqa: B902 -- nothing may cross into C++
             return _describe(e, k)
 

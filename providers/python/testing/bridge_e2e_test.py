@@ -21,6 +21,10 @@ TEST is one of:
                        $KVH_PYTHON_BRIDGE makes kvharness use it (a wrong path: exit 125 naming it)
   triton_case_file     cases/triton.toml with torch stand-ins under the Triton names: the names resolve, every
                        case but the fixture's PASSes, the fixture FAILs on interleaved and padded only
+  timing_cpu           --timing-on-cpu: a torch writer and reader, timed by the bridge (kvh_kernel_desc.time),
+                       have kernel_us, host_us and timing_method "host_clock" in results.json; built-in
+                       kernels beside them keep the harness's loop (host_clock, host_us null); a writer that
+                       passes and raises only when timed keeps its PASS with "timing: <why>" in its detail
   virtualenv           $KVH_PYTHON_EXECUTABLE=VENV/bin/python3 puts the virtualenv's site-packages on the path
 Run from the repository root. Exit status 0 when every check holds.
 """
@@ -376,6 +380,73 @@ def findings(args):
     check(f"| findings_pow2_reader | {want} | 9 |" in unsup, "the refusals are one row with a count")
 
 
+TIMING_CASES = """seeds = [1]
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["separate", "interleaved"]
+head_sizes = [128]
+num_tokens = [16]
+block_sizes = [16]
+dtypes = ["fp16"]
+writers = ["torch_reshape_and_cache_flash", "reshape_and_cache_flash", "planted_python_timing_raises"]
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["separate"]
+head_sizes = [128]
+batch_sizes = [2]
+context_lens = [40, 40]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["torch_paged_attention_v1"]
+"""
+
+
+def timing_cpu(args):
+    inputs = args.out + "_inputs"  # the report directory holds only what kvharness writes
+    shutil.rmtree(inputs, ignore_errors=True)
+    os.makedirs(inputs)
+    case_file = os.path.join(inputs, "timing.toml")
+    with open(case_file, "w") as f:
+        f.write(TIMING_CASES)
+    provider = os.path.join(inputs, "timing_provider.py")
+    with open(provider, "w") as f:  # a torch writer whose second call (the first case's first timed one) raises
+        f.write("import kvharness, kvharness_torch\n"
+                "_calls = [0]\n"
+                "@kvharness.writer('planted_python_timing_raises', cache_format='flash')\n"
+                "def planted(key, value, key_cache, value_cache, slot_mapping, block_size):\n"
+                "    _calls[0] += 1\n"
+                "    if _calls[0] == 2:\n"
+                "        raise RuntimeError('the second call fails')\n"
+                "    kvharness_torch.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, block_size)\n")
+    p = run(args, "run", case_file, "--provider", "python:kvharness_torch", "--provider", "python:" + provider,
+            "--report-dir", args.out, "--no-progress", "--timing-on-cpu", "--timing-reps", "5", "--timing-warmup", "1")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(args.out)
+    by_kernel = {}
+    for c in cases:
+        by_kernel.setdefault(c.get("reader") if c["kind"] == "attention" else c["writer"], []).append(c)
+    for name in ("torch_reshape_and_cache_flash", "torch_paged_attention_v1"):
+        mine = by_kernel.get(name, [])
+        good = [c for c in mine if c["verdict"] == "PASS" and c["timing_method"] == "host_clock"
+                and (c["kernel_us"] or 0) > 0 and (c["host_us"] or 0) > 0]
+        check(mine and len(good) == len(mine), f"{name}: {len(good)}/{len(mine)} PASS with kernel_us, host_us, host_clock")
+    builtin = by_kernel.get("reshape_and_cache_flash", [])
+    check(builtin and all(c["timing_method"] == "host_clock" and c["kernel_us"] and c["host_us"] is None
+                          for c in builtin), "built-in writer: the harness's loop (host_us null)")
+    raising = by_kernel.get("planted_python_timing_raises", [])
+    check(len(raising) == 2, f"the raising writer ran 2 cases ({len(raising)})")
+    # Both cases pass; the first one's timing fails at its warmup call, the second is timed.
+    failed = [c for c in raising if c["verdict"] == "PASS" and c["kernel_us"] is None]
+    timed = [c for c in raising if c["verdict"] == "PASS" and c["timing_method"] == "host_clock"]
+    check(len(failed) == 1 and len(timed) == 1 and failed[0]["timing_method"] is None
+          and failed[0]["host_us"] is None and "timing: " in (failed[0]["detail"] or "")
+          and "RuntimeError: the second call fails" in failed[0]["detail"],
+          f"a provider raising while timed: PASS kept, kernel_us null, 'timing: <why>' in detail "
+          f"{[(c['verdict'], c['detail']) for c in raising]}")
+
+
 def abi_v1_provider_cli(args):
     p = run(args, "info", "--provider", args.v1_provider)
     check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
@@ -385,7 +456,7 @@ def abi_v1_provider_cli(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("test", choices=["torch_cases", "planted_failures", "findings", "unimportable_module", "abi_v1_provider_cli",
-                                     "standalone_bridge", "virtualenv", "triton_case_file"])
+                                     "standalone_bridge", "virtualenv", "triton_case_file", "timing_cpu"])
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)
