@@ -118,6 +118,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
 _CHUNKED = '''
 import torch
 
+from vllm import _custom_ops as ops
 from vllm.platforms import current_platform
 from vllm.triton_utils import tl, triton
 
@@ -129,6 +130,9 @@ def chunked_prefill_paged_decode(query, key, value, output, kv_cache_dtype, key_
                                  alibi_slopes=None, sliding_window=None, sm_scale=None, output_scale=None,
                                  sinks=None, is_block_table_ptr=False, causal=True):
     import kvharness_torch
+    from vllm.platforms.rocm import use_rocm_custom_paged_attention
+    assert not use_rocm_custom_paged_attention(query.dtype, query.shape[1], key_cache.shape[1], 16, max_seq_len)
+    assert callable(ops.paged_attention_rocm)  # served, never called
     assert max_query_len == 1 and context_attention_fwd() == "prefill path"
     assert key_cache.ndim == 5 and value_cache.ndim == 4  # pa_v1
     assert kv_cache_dtype in ("auto", "fp8"), kv_cache_dtype
@@ -144,6 +148,11 @@ def chunked_prefill_paged_decode(query, key, value, output, kv_cache_dtype, key_
 
 _PREFIX = '''
 from vllm.platforms import current_platform
+from vllm.utils.torch_utils import is_quantized_kv_cache
+
+BASE_BLOCK = 128 if current_platform.has_device_capability(80) else 64
+IS_TURING = current_platform.get_device_capability() == (7, 5)
+assert not is_quantized_kv_cache("auto") and is_quantized_kv_cache("fp8")
 
 
 def context_attention_fwd(*args, **kwargs):
@@ -205,8 +214,18 @@ _INSTALLED = {
             def fp8_dtype(self):
                 return torch.float8_e4m3fn
 
+            def has_device_capability(self, capability):
+                return False
+
+            def get_device_capability(self):
+                return None
+
         current_platform = _Platform()
     """,
+    "vllm/platforms/rocm.py": "def use_rocm_custom_paged_attention(*args):\n    return False\n",
+    "vllm/_custom_ops.py": "def paged_attention_rocm(*args):\n    raise RuntimeError('compiled op')\n",
+    "vllm/utils/__init__.py": "",
+    "vllm/utils/torch_utils.py": "def is_quantized_kv_cache(kv_cache_dtype):\n    return kv_cache_dtype != 'auto'\n",
     "vllm/logger.py": "import logging\ninit_logger = logging.getLogger\n",
     "vllm/triton_utils/__init__.py": "tl = triton = None  # the fakes never launch Triton\n",
     "vllm/envs.py": "VLLM_BATCH_INVARIANT = False\n",

@@ -24,6 +24,7 @@ checkout of the stack is active.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import importlib
 import importlib.abc
@@ -426,11 +427,15 @@ class _Unlaunchable:
         raise RuntimeError(f"Triton is not installed: cannot launch {getattr(self.fn, '__name__', '?')}")
 
 
+_DeviceCapability = collections.namedtuple("_DeviceCapability", "major minor")
+
+
 class StubPlatform:
     """`current_platform` from torch alone: is_rocm() (torch.version.hip), is_cuda(), is_cuda_alike(), is_cpu(),
     is_xpu() and is_tpu() (False),
     fp8_dtype() (float8_e4m3fnuz on gfx94x, MI300's native fp8, else float8_e4m3fn: vLLM's ROCm rule),
-    is_fp8_fnuz(), get_device_capability(), device_type. Any other query raises AttributeError naming it."""
+    is_fp8_fnuz(), get_device_capability(), has_device_capability(), device_type. Any other query raises
+    AttributeError naming it."""
 
     def _torch(self):
         import torch
@@ -465,10 +470,19 @@ class StubPlatform:
         return torch.float8_e4m3fnuz if self.is_fp8_fnuz() else torch.float8_e4m3fn
 
     def get_device_capability(self, device_id: int = 0):
+        """(major, minor) as vLLM's DeviceCapability named tuple compares, or None without a GPU."""
         torch = self._torch()
         if not torch.cuda.is_available():
             return None
-        return types.SimpleNamespace(**dict(zip(("major", "minor"), torch.cuda.get_device_capability(device_id))))
+        return _DeviceCapability(*torch.cuda.get_device_capability(device_id))
+
+    def has_device_capability(self, capability, device_id: int = 0) -> bool:
+        """vLLM's rule: capability (major, minor) or major * 10 + minor, at most the device's."""
+        have = self.get_device_capability(device_id)
+        if have is None:
+            return False
+        want = capability[0] * 10 + capability[1] if isinstance(capability, tuple) else int(capability)
+        return have.major * 10 + have.minor >= want
 
     @property
     def device_type(self) -> str:
@@ -477,7 +491,21 @@ class StubPlatform:
     def __getattr__(self, name):
         raise AttributeError(f"current_platform.{name} is not in the kvharness stub platform (is_rocm, is_cuda, "
                              "is_cuda_alike, is_cpu, is_xpu, is_tpu, is_fp8_fnuz, fp8_dtype, get_device_capability, "
-                             "device_type)")
+                             "has_device_capability, device_type)")
+
+
+def stub_compiled_ops(module: types.ModuleType) -> None:
+    """A module of compiled ops (vllm._custom_ops): importable, but every op raises RuntimeError naming it,
+    since a source checkout has no built extension. Files that import it for a path they do not take load."""
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def op(*args, **kwargs):
+            raise RuntimeError(f"{module.__name__}.{name} is a compiled op of the stack; the kvharness source "
+                               "loader serves none (use the installed package for compiled ops)")
+        return op
+    module.__getattr__ = __getattr__
 
 
 def stub_platform(module: types.ModuleType) -> None:

@@ -36,7 +36,23 @@ STUBS = {
     "vllm.model_executor.layers.batch_invariant": lambda m: setattr(m, "vllm_is_batch_invariant", lambda: False),
     # triton_unified_attention's kv_quant_mode enum (vllm/v1/kv_cache_interface.py, recent commits).
     "vllm.v1.kv_cache_interface": lambda m: setattr(m, "KVQuantMode", _kv_quant_mode()),
+    # chunked_prefill_paged_decode (69f87df3): its compiled ROCm op is never served; the function asks
+    # vllm.platforms.rocm whether to use it (inside the call), and prefix_prefill asks torch_utils.
+    "vllm._custom_ops": ck.stub_compiled_ops,
+    "vllm.platforms.rocm": lambda m: setattr(m, "use_rocm_custom_paged_attention", _no_custom_paged_attention),
+    "vllm.utils.torch_utils": lambda m: setattr(m, "is_quantized_kv_cache", _is_quantized_kv_cache),
 }
+
+
+def _no_custom_paged_attention(*args, **kwargs) -> bool:
+    """vllm.platforms.rocm.use_rocm_custom_paged_attention: False, so chunked_prefill_paged_decode takes its
+    Triton path (the compiled ROCm op it would otherwise call is not part of a source checkout)."""
+    return False
+
+
+def _is_quantized_kv_cache(kv_cache_dtype: str) -> bool:
+    """vllm.utils.torch_utils.is_quantized_kv_cache for the dtype strings this adapter passes ("auto", "fp8")."""
+    return kv_cache_dtype != "auto"
 
 STACK = ck.Stack(name="vllm", package="vllm", package_dirs=("vllm",), stubs=STUBS)
 
