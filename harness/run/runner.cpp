@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -40,17 +42,29 @@ void on_fatal_signal(int sig) {
   std::raise(sig);
 }
 
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char ch) {
+    return std::isalnum(ch) || std::strchr("_./:=,@+-%", ch) != nullptr;
+  });
+  if (plain) return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id) {
-  // Its own report directory: a repro never overwrites the run it came from.
-  std::string cmd = fmt::format("{} run {} --filter 'id={}' --report-dir reports/repro", o.program, case_file, id);
+  // Its own report directory: a repro never overwrites the run it came from. Every argument is one shell
+  // word: a provider spec `python:M?src=PATH` holds a glob character, a path may hold spaces.
+  std::string cmd = fmt::format("{} run {} --filter 'id={}' --report-dir reports/repro", shell_word(o.program),
+                                shell_word(case_file), id);
   if (o.seed) cmd += fmt::format(" --seed {}", *o.seed);
   if (o.wave_size) cmd += fmt::format(" --wave-size {}", o.wave_size);
   if (o.random_order) cmd += " --random-order";
   if (o.launch_misrouted) cmd += " --launch-misrouted";
-  for (const auto& p : o.providers) cmd += " --provider " + p;
-  for (const auto& r : o.replace_kernels) cmd += " --replace-kernel " + r;
-  for (const auto& r : o.replace_routers) cmd += " --replace-router " + r;
-  for (const auto& k : o.known_failures) cmd += " --known-failures " + k;
+  for (const auto& p : o.providers) cmd += " --provider " + shell_word(p);
+  for (const auto& r : o.replace_kernels) cmd += " --replace-kernel " + shell_word(r);
+  for (const auto& r : o.replace_routers) cmd += " --replace-router " + shell_word(r);
+  for (const auto& k : o.known_failures) cmd += " --known-failures " + shell_word(k);
   return cmd;
 }
 

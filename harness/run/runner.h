@@ -57,7 +57,10 @@ struct RunOptions {
   std::vector<CaseResult> resumed;   // --resume: cases the resumed run decided; reported as they were
 };
 
-/// The command line that re-runs case `id` alone under `o`.
+/// `s` as one POSIX shell word: unchanged when it holds only [A-Za-z0-9_./:=,@+%-], else single-quoted
+/// (a provider spec `python:kvharness.stacks.vllm?src=PATH` holds the glob character `?`).
+std::string shell_word(const std::string& s);
+/// The command line that re-runs case `id` alone under `o`; every argument one shell word.
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id);
 
 /// Runs `cases` (which came from o.case_files), judges each against

@@ -298,3 +298,25 @@ TEST(Runner, AHungCaseEndsTheRunWithItsReportWritten) {
 
 }  // namespace
 }  // namespace kvh
+
+// A repro line is pasted into a shell: a provider spec with `?` (a glob) or a path with a space must
+// stay one word each, and plain words stay as they were (what earlier reports printed).
+namespace kvh {
+namespace {
+
+TEST(Runner, ReproCommandQuotesWhatTheShellWouldSplitOrGlob) {
+  EXPECT_EQ(shell_word("python:kvharness_torch"), "python:kvharness_torch");
+  EXPECT_EQ(shell_word("python:kvharness.stacks.vllm?src=/x/y"), "'python:kvharness.stacks.vllm?src=/x/y'");
+  EXPECT_EQ(shell_word("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_word(""), "''");
+  RunOptions o;
+  o.program = "kvharness";
+  o.providers = {"python:kvharness.stacks.vllm?src=/src/vllm a"};
+  o.replace_kernels = {"paged_attention_rocm=my_pa"};
+  EXPECT_EQ(repro_command(o, "cases/stacks/vllm.toml", "write/x"),
+            "kvharness run cases/stacks/vllm.toml --filter 'id=write/x' --report-dir reports/repro "
+            "--provider 'python:kvharness.stacks.vllm?src=/src/vllm a' --replace-kernel paged_attention_rocm=my_pa");
+}
+
+}  // namespace
+}  // namespace kvh
