@@ -366,7 +366,7 @@ std::string one_line(const std::string& s, bool in_table) {
 
 constexpr const char* kGroupingRule =
     "CRASHes and UNSUPPORTED cases are grouped by kernel and message: messages that differ only in numbers (sizes, "
-    "counts, addresses; shown as N) are one finding, while a different source line (`file.py:LINE`), a different "
+    "counts, addresses) are one finding, while a different source line (`file.py:LINE`), a different "
     "word or a different kernel is another.";
 
 // Unexpected failures first. A CRASH is grouped by (kernel, message_key): one compile error that hits
@@ -392,9 +392,10 @@ void write_unexpected(std::string& out, const RunReport& r) {
     std::set<std::string> layouts;
     for (const CaseResult* cr : g) layouts.insert(to_string(cr->c.layout));
     const size_t cut = key.find('\x1f');
-    out += fmt::format("\n### {} ({} case{})\n\n- message (numbers as N): `{}`\n- {} case{} ({}): {}\n"
-                       "- the first in full:\n",
-                       key.substr(0, cut), g.size(), g.size() == 1 ? "" : "s", one_line(key.substr(cut + 1), false), g.size(),
+    // The first case's own message: the key's N would print "a power of N" for "a power of 2".
+    out += fmt::format("\n### {} ({} case{})\n\n- message (the first case's; the others differ at most in numbers): "
+                       "`{}`\n- {} case{} ({}): {}\n- the first in full:\n",
+                       key.substr(0, cut), g.size(), g.size() == 1 ? "" : "s", one_line(g.front()->v.detail, false), g.size(),
                        g.size() == 1 ? "" : "s", fmt::join(layouts, ", "), examples(g, 3));
     write_failure(out, ++k, *g.front());
   }

@@ -32,6 +32,7 @@ Run from the repository root. Exit status 0 when every check holds.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -368,7 +369,8 @@ def findings(args):
     heads = [(h, lines[i + 2]) for i, h in enumerate(lines) if h.startswith("### findings_compile_error_reader")]
     check(len(heads) == 2 and all(h == "### findings_compile_error_reader — CRASH launch_error (12 cases)"
                                   for h, _ in heads)
-          and any("Required: N, Hardware limit: N" in m for _, m in heads) and any("power of N" in m for _, m in heads),
+          and any(re.search(r"Required: \d+, Hardware limit: 101376", m) for _, m in heads)
+          and any("must be a power of 2" in m for _, m in heads),
           f"two compile errors of 12 cases each are two findings: {heads}")
     check(unexpected.count("- reproduce: ") == 2 + len(bad) + len(xpass),
           "one repro per crash finding (misroutes and XPASS listed per case)")
