@@ -345,7 +345,17 @@ bool write_context_under_test(DecodeCase& d) {
   enter_phase(Phase::Launch);
   if (const int rc = launch_case_writer(d); rc != 0) {
     const LaunchFailure f = launch_failure(*d.wr, rc);
-    if (f.status == Status::Unsupported) {  // declined at call time: as outside its declaration (plan_kernels)
+    if (f.status == Status::Unsupported) {  // declined at call time: as outside its declaration (plan_kernels),
+      device::synchronize();                // unless it wrote outside its views before declining
+      d.running(component::kHarness);
+      enter_phase(Phase::Check);
+      const Verdict wv = check_writer_on_device(d.L(), d.c.dtype, d.r.data_seed, *d.snapshot, *d.cache, d.c.stale,
+                                                d.c.kv_cache_dtype);
+      if (wv.reason == reason::kOutOfView) {
+        add_cause(d.r.v, component::kWriter, reason::kOutOfView,
+                  "writer: " + wv.detail + "; then it refused the case: " + f.detail);
+        return false;
+      }
       if (d.misroute.empty()) return d.unsupported(f.detail);
       add_cause(d.r.v, component::kRouter, reason::kMisroute, d.misroute + "; and " + f.detail);  // keep the router's
       return false;
@@ -534,6 +544,28 @@ bool make_reader_args(DecodeCase& d) {
   return true;
 }
 
+// Everything the reader could have touched, back to the host: `out` with its margins, the
+// metadata arrays' guards, and the cache's first changed byte.
+void copy_back(DecodeCase& d) {
+  enter_phase(Phase::Copy);
+  d.out_after.emplace(d.outputs(), 2, d.out_margin(), GuardedArena::Uninitialized{});
+  d.d_out.download(d.out_after->bytes().data(), d.out_after->bytes().size());
+  enter_phase(Phase::Check);
+  d.cache_changed = d.cache->first_difference(*d.snapshot);
+  d.arrays_misused = d.arrays.check_after();
+}
+
+void judge_out_of_view(DecodeCase& d, const std::string& numbers);
+
+// A reader that declined at call time is judged as by its declaration (reader_refused), unless it
+// wrote outside `out`, into its metadata or into the cache before declining: a refusal must not hide
+// damage the checks would see. (`out` itself, written or not, is its own business.)
+void reader_refused_after_damage_check(DecodeCase& d, const std::string& detail) {
+  const size_t causes = d.r.v.causes.size();
+  judge_out_of_view(d, "then it refused the case: " + detail);
+  if (d.r.v.causes.size() == causes) reader_refused(d, detail);
+}
+
 // launch: the reader under test, then everything it could have touched back to the host:
 // `out`, block_tables and context_lens with their margins, and the cache's first changed byte.
 bool launch_reader(DecodeCase& d) {
@@ -543,7 +575,10 @@ bool launch_reader(DecodeCase& d) {
   if (const int rc = d.rd->attention(&d.a, nullptr); rc != 0) {
     const LaunchFailure f = launch_failure(*d.rd, rc);
     if (f.status == Status::Unsupported) {
-      reader_refused(d, f.detail);
+      device::synchronize();
+      d.running(component::kHarness);
+      copy_back(d);
+      reader_refused_after_damage_check(d, f.detail);
       return false;
     }
     add_cause(d.r.v, component::kReader, reason::kLaunchError, f.detail, f.status == Status::Crash);
@@ -551,12 +586,7 @@ bool launch_reader(DecodeCase& d) {
   }
   device::synchronize();
   d.running(component::kHarness);
-  enter_phase(Phase::Copy);
-  d.out_after.emplace(d.outputs(), 2, d.out_margin(), GuardedArena::Uninitialized{});
-  d.d_out.download(d.out_after->bytes().data(), d.out_after->bytes().size());
-  enter_phase(Phase::Check);
-  d.cache_changed = d.cache->first_difference(*d.snapshot);
-  d.arrays_misused = d.arrays.check_after();
+  copy_back(d);
   return true;
 }
 

@@ -62,6 +62,7 @@ struct WriteCase : CaseState {
   std::optional<KvScaleTensors> scales;
   std::optional<DeviceQkv> qkv;        // K/V in a fused QKV buffer (the query columns are filler)
   device::Buffer qkv_before, d_slots;  // qkv_before: the inputs as given, to see a writer that changes them
+  std::string refusal;                 // the writer declined at call time (KVH_UNSUPPORTED): its reason
 
   const CacheLayout& L() const { return *layout; }
   int launch() const {
@@ -135,13 +136,33 @@ bool launch(WriteCase& d) {
   enter_phase(Phase::Launch);
   if (const int rc = d.launch(); rc != 0) {
     const LaunchFailure f = launch_failure(*d.w, rc);
-    if (f.status == Status::Unsupported) return d.unsupported(f.detail);  // declined at call time: as a declaration
+    if (f.status == Status::Unsupported) {  // declined at call time: judged for damage first (judge)
+      d.refusal = f.detail;
+      device::synchronize();
+      d.running(component::kHarness);
+      return true;
+    }
     add_cause(d.r.v, component::kWriter, reason::kLaunchError, f.detail, f.status == Status::Crash);
     return false;
   }
   device::synchronize();
   d.running(component::kHarness);
   return true;
+}
+
+// A writer that declined at call time is UNSUPPORTED, as by a declaration, unless it wrote outside its
+// views or into its inputs before declining: a refusal must not hide damage the checks would see.
+// (What it left inside its views, written or not, is its own business: it did not do the case.)
+void judge_refusal(WriteCase& d, bool inputs_changed) {
+  if (d.r.v.reason == reason::kOutOfView) {
+    d.r.v.detail += "; then it refused the case: " + d.refusal;
+  } else if (inputs_changed) {
+    d.r.v = Verdict{};
+    add_cause(d.r.v, component::kWriter, reason::kOutOfView,
+              "the writer modified its inputs (key/value or slot_mapping), then refused the case: " + d.refusal);
+  } else {
+    d.unsupported(d.refusal);
+  }
 }
 
 // judge: the cache against the reference writer's, byte for byte; the inputs are read-only,
@@ -154,10 +175,14 @@ void judge(WriteCase& d) {
   const bool qkv_changed = device::first_difference(d.qkv->buf.get(), d.qkv_before.get(), d.qkv->buf.size()) >= 0;
   std::vector<int64_t> slots_after(d.slots.size());
   if (!d.slots.empty()) d.d_slots.download(slots_after.data(), d.slots.size() * 8);
-  if (d.r.v.status == Status::Pass && (qkv_changed || slots_after != d.slots))
-    add_cause(d.r.v, component::kWriter, reason::kOutOfView,
-              qkv_changed ? "the writer modified its key/value input (fused QKV buffer)"
-                          : "the writer modified slot_mapping");
+  if (d.refusal.empty()) {
+    if (d.r.v.status == Status::Pass && (qkv_changed || slots_after != d.slots))
+      add_cause(d.r.v, component::kWriter, reason::kOutOfView,
+                qkv_changed ? "the writer modified its key/value input (fused QKV buffer)"
+                            : "the writer modified slot_mapping");
+    return;
+  }
+  judge_refusal(d, qkv_changed || slots_after != d.slots);
 }
 
 // timing: kernel_us, after the verdict's launch and downloads; rewriting the same slots is idempotent.

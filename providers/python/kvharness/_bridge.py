@@ -128,9 +128,9 @@ def _library_roots():
     roots = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
     roots.add(os.path.dirname(os.path.abspath(importlib.__file__)))
     for name in _LIBRARY_PACKAGES:
-        mod = sys.modules.get(name)
-        if getattr(mod, "__file__", None):
-            roots.add(os.path.dirname(os.path.abspath(mod.__file__)))
+        where = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(where, str) and where:  # a placeholder module (no Triton: stacks._checkout) has none
+            roots.add(os.path.dirname(os.path.abspath(where)))
     return roots
 
 

@@ -391,6 +391,40 @@ class VllmAdapterTest(unittest.TestCase):
             cases = json.load(f)["cases"]
         self.assertTrue(any(c.get("writer") == "vllm_reshape_and_cache_shuffle_triton" for c in cases))
         self.assertEqual([c["id"] for c in cases if c["verdict"] != "PASS"], [])
+        # No vllm installed and no ?src=: the run stops at load (exit 125), not a green run of UNSUPPORTED.
+        for stack in ("vllm", "sglang"):
+            p = subprocess.run([KVHARNESS, "run", f"cases/stacks/{stack}.toml", "--provider", f"python:kvharness.stacks.{stack}",
+                                "--report-dir", os.path.join(self.tmp.name, f"report-none-{stack}"), "--no-progress"],
+                               capture_output=True, text=True, cwd=REPO)
+            self.assertEqual(p.returncode, 125, (p.stdout + p.stderr)[-2000:])
+            self.assertIn(f"{stack} is not installed for", p.stderr)
+            self.assertIn(f"python:kvharness.stacks.{stack}?src=PATH", p.stderr)
+
+    def test_a_stack_kernel_that_raises_is_named_without_triton(self):
+        """A checkout's kernel raising, Triton absent (the stub's placeholder module stands for triton): the
+        CRASH names the exception and the stack's line, not an error of the bridge's frame search."""
+        root = os.path.join(self.tmp.name, "raising")
+        self.fake.write_vllm(root)
+        path = os.path.join(root, "vllm/v1/attention/ops/triton_unified_attention.py")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("def unified_attention(", "def unified_attention(*a, **k):\n"
+                                 "    raise IndexError('planted in the stack')  # STACK RAISES\n\n\n"
+                                 "def _unused(", 1))
+        case = os.path.join(self.tmp.name, "r.toml")
+        with open(case, "w") as f:
+            f.write('seeds = [1]\n[[attention]]\nmodels = ["Llama-3.1-8B"]\ntp = 2\nlayouts = ["kv_first"]\n'
+                    'batch_sizes = [2]\ncontext_lens = [5, 20]\nblock_sizes = [16]\ndtypes = ["fp16"]\n'
+                    'readers = ["vllm_unified_attention"]\n')
+        rc, out, cases = kvharness_run(case, f"python:kvharness.stacks.vllm?src={root}",
+                                       os.path.join(self.tmp.name, "report-raising"))
+        self.assertEqual(rc, 1, out[-3000:])
+        detail = cases[0]["detail"]
+        self.assertEqual(cases[0]["verdict"], "CRASH", detail)
+        self.assertIn("IndexError: planted in the stack", detail)
+        self.assertIn("triton_unified_attention.py:", detail)
+        self.assertNotIn("kvharness bridge", detail)
 
     def test_missing_kernel_file_and_bad_src(self):
         root = os.path.join(self.tmp.name, "partial")

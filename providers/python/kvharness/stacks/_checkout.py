@@ -409,6 +409,8 @@ class _NoTriton:
         self._name = name
 
     def __getattr__(self, attr):
+        if attr.startswith("__"):  # __file__, __path__, __spec__: a module's own, which a placeholder has not
+            raise AttributeError(attr)
         if attr in ("jit", "autotune", "heuristics"):
             def deco(fn=None, **_):
                 return _Unlaunchable(fn) if callable(fn) else (lambda f: _Unlaunchable(f))

@@ -47,6 +47,20 @@ _OPTS = stacks.options(__name__, keys=("src",))
 if "src" in _OPTS and not _OPTS["src"]:
     raise ValueError("python:kvharness.stacks.sglang?src=: empty path; expected an SGLang source checkout folder")
 CHECKOUT = ck.Checkout(STACK, _OPTS["src"], allow=ALLOW).activate() if "src" in _OPTS else None
+
+
+def _installed() -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec("sglang") is not None
+    except ImportError:
+        return False
+
+
+if CHECKOUT is None and not _installed():  # stop at load, as aiter does: a run of only UNSUPPORTED is no test
+    import sys as _sys
+    raise ImportError(f"sglang is not installed for {_sys.executable}; install it, or give a checkout: "
+                      "python:kvharness.stacks.sglang?src=PATH")
 SOURCE = f"SGLang checkout {CHECKOUT.root}" if CHECKOUT else "the installed sglang"
 
 _DECODE = ("sglang.srt.layers.attention.triton_ops.decode_attention", "sglang.kernels.ops.attention.decode_attention")

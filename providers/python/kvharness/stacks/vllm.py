@@ -120,10 +120,6 @@ def kernel(which: str):
                 raise stacks.unsupported(f"{SOURCE}: {e}") from None
         if _findable(m):
             return getattr(ck.installed(STACK, m), name)
-    if not _findable("vllm"):
-        import sys
-        raise stacks.unsupported(f"vllm is not installed for this Python ({sys.executable}); "
-                                 "or give a checkout: python:kvharness.stacks.vllm?src=PATH")
     raise stacks.unsupported(f"{SOURCE} has no {name}: none of {', '.join(modules)}")
 
 
@@ -134,6 +130,12 @@ def _findable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ImportError:
         return False
+
+
+if CHECKOUT is None and not _findable("vllm"):  # stop at load, as aiter does: a run of only UNSUPPORTED is no test
+    import sys as _sys
+    raise ImportError(f"vllm is not installed for {_sys.executable}; install it, or give a checkout: "
+                      "python:kvharness.stacks.vllm?src=PATH")
 
 
 def _call(fn, **kwargs):
