@@ -26,7 +26,11 @@ std::string owning_fixture(const CaseResult& cr, const Registry& reg, const Caus
   const Case& c = cr.c;
   if (cause.component == component::kWriter && wrong_output(cause.reason) && kernel_is_fixture(reg, c.writer))
     return c.writer + " (writer)";
-  if (cause.component == component::kReader && wrong_output(cause.reason) && kernel_is_fixture(reg, cr.routed_to))
+  // A reader a router picked is the router's choice: only a fixture router may own its fixture's failures
+  // (a production router that sends a case to a known-bad kernel has failed).
+  const bool routed = !c.router_policy.empty();
+  if (cause.component == component::kReader && wrong_output(cause.reason) && kernel_is_fixture(reg, cr.routed_to) &&
+      (!routed || routing::is_regression_fixture(c.router_policy)))
     return cr.routed_to + " (reader)";
   if (cause.component == component::kRouter && cause.reason == reason::kMisroute && !c.router_policy.empty() &&
       routing::is_regression_fixture(c.router_policy))

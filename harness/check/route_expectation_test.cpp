@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "case/attention_case.h"
+#include "check/expectations.h"
 #include "planted_routers.h"
 #include "router/router.h"
 
@@ -97,6 +98,44 @@ TEST(ReplaceKernel, APlantedReaderRunsUnderTheRealNameAndIsJudgedAsIt) {
   EXPECT_EQ(r.v.status, Status::Fail) << r.v.detail;
   EXPECT_EQ(r.v.component, "reader");
   EXPECT_EQ(r.v.reason, "mismatch");
+}
+
+// A fixture's expected failures cover the fixture only: a production substitute for it, a production
+// router that sends a case to it, or a production rule in place of a fixture policy fail unexpectedly.
+TEST(ReplaceKernel, AProductionSubstituteForAFixtureIsNoFixture) {
+  Registry reg;
+  reg.add_provider(kvh_planted_readers, "planted");
+  reg.replace("fixture_shuffle_contiguous", "reshape_and_cache_shuffle");
+  EXPECT_FALSE(reg.find("fixture_shuffle_contiguous")->fixture);
+  Registry both;
+  both.replace("fixture_shuffle_contiguous", "fixture_shuffle_contiguous");
+  EXPECT_TRUE(both.find("fixture_shuffle_contiguous")->fixture) << "a fixture in place of a fixture stays one";
+}
+
+TEST_F(Planted, AProductionRuleInPlaceOfAFixturePolicyIsNoFixture) {
+  EXPECT_TRUE(routing::is_regression_fixture("aiter-pre-b4885d2"));
+  routing::substitute_policy("aiter-pre-b4885d2", "aiter-b4885d2");
+  EXPECT_FALSE(routing::is_regression_fixture("aiter-pre-b4885d2"));
+  routing::substitute_policy("aiter-pre-b4885d2", "aiter-pre-b4885d2");
+  EXPECT_TRUE(routing::is_regression_fixture("aiter-pre-b4885d2"));
+}
+
+TEST(FixtureExpectations, AProductionRouterThatPicksAFixtureReaderFailsUnexpectedly) {
+  const Registry reg;
+  ASSERT_TRUE(reg.find("fixture_mask_by_zero") && reg.find("fixture_mask_by_zero")->fixture);
+  auto judged = [&](const std::string& router, const std::string& reader) {
+    CaseResult r;
+    r.c = on_threshold("");
+    r.c.router_policy = router;
+    r.c.reader = reader;
+    r.routed_to = "fixture_mask_by_zero";
+    add_cause(r.v, component::kReader, reason::kMismatch, "wrong output");
+    judge_expectations(r, reg, {});
+    return r.expected;
+  };
+  EXPECT_TRUE(judged("", "fixture_mask_by_zero")) << "named directly: the fixture's own expected failure";
+  EXPECT_FALSE(judged("aiter-v0.1.12", "")) << "a production router's pick is the router's failure";
+  EXPECT_TRUE(judged("aiter-pre-b4885d2", "")) << "a fixture router's pick may be a fixture's expected failure";
 }
 
 TEST(ReplaceKernel, UnknownNamesAndMismatchedRolesOrFormatsAreErrors) {

@@ -185,9 +185,10 @@ class Registry {
   void add(const kvh_kernel_desc& desc, const std::string& origin);
   /// Runs kernel `with` under the name `real` from now on (`kvharness run
   /// --replace-kernel REAL=WITH`): cases that name `real`, and routers that pick
-  /// it, launch `with`'s entry points with `with`'s capabilities, and `real`
-  /// keeps its fixture status (a substitute for a production kernel is judged
-  /// like it: its failures are unexpected). Throws std::invalid_argument when
+  /// it, launch `with`'s entry points with `with`'s capabilities, and `real` is a
+  /// fixture only when both are (a substitute for a production kernel is judged
+  /// like it, and a production substitute for a fixture too: their failures are
+  /// unexpected; a fixture's expected failures never cover another kernel). Throws std::invalid_argument when
   /// either name is unknown, or their roles or cache formats differ.
   void replace(const std::string& real, const std::string& with);
   /// A router a provider supplied (KVH_ROLE_ROUTER): a routing policy under its name.

@@ -145,7 +145,8 @@ std::string canonical_policy(const std::string& policy);
 
 /// True for a policy kept as a regression fixture: known to misroute (the
 /// old aiter-v0.1.10.post3 rule sends head_size != 128 to the 128-only kernel).
-/// Its FAILs are expected and do not change kvharness's exit code.
+/// Its FAILs are expected and do not change kvharness's exit code. Under
+/// --replace-router (substitute_policy) only when the substitute is a fixture too.
 bool is_regression_fixture(const std::string& policy);
 
 /// A routing rule: the reader for `in` and why (RouteDecision::policy is filled in by route()).
