@@ -6,6 +6,10 @@
 function(kvh_version out source_dir given)
   set(is_git FALSE)
   if(NOT given STREQUAL "")
+    # The value becomes a C string literal through a compile definition: no quotes, backslashes, `$` or `;`.
+    if(NOT given MATCHES "^[A-Za-z0-9 ._+:/~()@,=-]+$")
+      message(FATAL_ERROR "KVH_VERSION='${given}': expected letters, digits, spaces and . _ + : / ~ ( ) @ , = - only")
+    endif()
     set(v "${given}")
   else()
     execute_process(COMMAND git describe --always --dirty --tags WORKING_DIRECTORY ${source_dir}

@@ -13,7 +13,8 @@ Sources (one per process):
   installed package   --provider python:kvharness.stacks.aiter            imports aiter.ops.attention
   source checkout     --provider "python:kvharness.stacks.aiter?src=PATH"  executes PATH/aiter/ops/attention.py
                       alone with the stub layer of _aiter_stubs.py (aiter's JIT build, csrc interfaces,
-                      Triton when absent); $KVH_AITER_SRC=PATH does the same without the parameter
+                      Triton when absent); $KVH_AITER_SRC=PATH does the same without the parameter (the tests'
+                      hook: a run should use ?src=, which repro lines and identity record)
 
 Checked against (git log -- aiter/ops/attention.py of ROCm/aiter):
   4a4ba08eb (2026-01-16, #1821) adds paged_attention_common(Q, K, V, exp_sums, max_logits, tmp_out,
@@ -54,6 +55,20 @@ if not (_SRC or os.environ.get("KVH_AITER_SRC")):
     if importlib.util.find_spec("aiter") is None:  # an untestable setup: stop before any case (exit 125)
         raise ImportError(f"aiter is not installed for {sys.executable}; install it, or give a checkout: "
                           "--provider \"python:kvharness.stacks.aiter?src=PATH\"")
+
+
+def _check_checkout(src: str) -> None:
+    """A checkout must hold aiter/ops/attention.py (the dispatch): else stop before any case (exit 125)."""
+    want = os.path.join(src, "aiter", "ops", "attention.py")
+    if not os.path.isdir(src):
+        raise ImportError(f"python:kvharness.stacks.aiter?src={src}: no such folder; expected an aiter source checkout")
+    if not os.path.isfile(want):
+        raise ImportError(f"python:kvharness.stacks.aiter?src={src} is not an aiter source checkout: expected the "
+                          f"dispatch file at {want}")
+
+
+if _SRC or os.environ.get("KVH_AITER_SRC"):
+    _check_checkout(_SRC or os.environ["KVH_AITER_SRC"])
 
 
 def source() -> str:
