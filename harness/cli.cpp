@@ -183,7 +183,7 @@ void print_info(const Registry& reg) {
     fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
                cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
   }
-  fmt::print("\nrouter policies (case files: router = NAME):\n");
+  fmt::print("\nrouter policies (case files: routers = [NAME, ...]):\n");
   const auto& routers = reg.routers();
   for (const auto& p : routing::policy_names())
     if (auto r = std::find_if(routers.begin(), routers.end(), [&](const auto& x) { return x.name == p; });

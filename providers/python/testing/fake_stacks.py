@@ -271,8 +271,9 @@ def write_sglang(root):
 
 if __name__ == "__main__":  # fake_stacks.py vllm|vllm-contiguous|sglang DIR: write one checkout (docs, demos)
     import sys
-    what, where = sys.argv[1], sys.argv[2]
-    if what == "sglang":
-        write_sglang(where)
-    else:
-        write_vllm(where, shuffle="contiguous" if what == "vllm-contiguous" else "fixed")
+    kinds = {"vllm": lambda d: write_vllm(d), "vllm-contiguous": lambda d: write_vllm(d, shuffle="contiguous"),
+             "sglang": write_sglang}
+    if len(sys.argv) != 3 or sys.argv[1] not in kinds:
+        sys.exit(f"usage: fake_stacks.py {'|'.join(kinds)} DIR (a synthetic checkout: torch stand-ins with the "
+                 "stack's signatures)")
+    kinds[sys.argv[1]](sys.argv[2])
