@@ -47,7 +47,9 @@
  * treats it like a case outside the declared capabilities: UNSUPPORTED when the
  * case names the kernel, `misroute` when a router picked it, XPASS when a
  * declaration expected the case to fail. The harness never calls it again for
- * that case, so the kernel need not leave its outputs written.
+ * that case, so the kernel need not leave its outputs written; it still checks
+ * what lies outside them: a kernel that wrote outside its views, into its
+ * inputs or (a reader) into the cache before declining is FAIL out_of_view_write.
  *
  * Routers (kvharness 0.5, KVH_ROLE_ROUTER): a descriptor whose `route` entry names the reader a
  * stack's own dispatcher picks for a case (kvh_route_args); the harness uses it as a routing
