@@ -159,7 +159,7 @@ void judge_refusal(WriteCase& d, bool inputs_changed) {
   } else if (inputs_changed) {
     d.r.v = Verdict{};
     add_cause(d.r.v, component::kWriter, reason::kOutOfView,
-              "the writer modified its inputs (key/value or slot_mapping), then refused the case: " + d.refusal);
+              "the writer modified its inputs (key/value or slot_mapping); then it refused the case: " + d.refusal);
   } else {
     d.unsupported(d.refusal);
   }

@@ -59,6 +59,23 @@ int writer_bs16_only(void*, const kvh_write_args* a, void* stream) {
   return kvh_reshape_and_cache_shuffle(a, stream);
 }
 
+// Planted: damage first, then decline. A refusal must not hide what the checks would see.
+int writer_scribbles_input_then_refuses(void*, const kvh_write_args* a, void*) {
+  static_cast<uint16_t*>(a->key.data)[0] ^= 0x5555;  // its key input
+  g_reason = "planted: declined after writing its input";
+  return KVH_UNSUPPORTED;
+}
+int writer_writes_before_cache_then_refuses(void*, const kvh_write_args* a, void*) {
+  static_cast<uint16_t*>(a->key_cache.data)[-1] = 0x3C00;  // the element before K's view
+  g_reason = "planted: declined after writing outside the view";
+  return KVH_UNSUPPORTED;
+}
+int reader_scribbles_cache_then_refuses(void*, const kvh_attention_args* a, void*) {
+  static_cast<uint16_t*>(a->value_cache.data)[3] ^= 0x5555;  // a reader writes no cache
+  g_reason = "planted: declined after writing the cache";
+  return KVH_UNSUPPORTED;
+}
+
 const int32_t kBlock32[] = {32};
 
 kvh_kernel_desc reader(const char* name, kvh_attention_fn fn, kvh_workspace_fn ws = workspace_ok,
@@ -93,6 +110,15 @@ Registry refusing_registry() {
   w.write = writer_bs16_only;
   w.last_error = reason_of;
   reg.add(w, "test");
+  for (auto [name, fn] : {std::pair<const char*, kvh_write_fn>{"scribbles_input", writer_scribbles_input_then_refuses},
+                          {"writes_before_cache", writer_writes_before_cache_then_refuses}}) {
+    kvh_kernel_desc bad = base_desc(name, "refusal test writer: damage, then decline", KVH_ROLE_WRITER,
+                                    KVH_CACHE_SHUFFLE, 0, nullptr);
+    bad.write = fn;
+    bad.last_error = reason_of;
+    reg.add(bad, "test");
+  }
+  reg.add(reader("scribbles_cache", reader_scribbles_cache_then_refuses), "test");
   return reg;
 }
 
@@ -232,6 +258,33 @@ TEST(CallTimeRefusal, ReasonsNameTheSubstituteUnderReplaceKernel) {
   EXPECT_EQ(outside.v.status, Status::Unsupported) << outside.v.detail;
   EXPECT_EQ(outside.v.detail,
             "paged_attention_rocm (replaced by test:my_pa) declares block_size 32 only; this case has block_size 16");
+}
+
+TEST(CallTimeRefusal, ARefusalAfterDamageIsAnOutOfViewWrite) {
+  const Registry reg = refusing_registry();
+  Case w;
+  w.kind = CaseKind::Write;
+  w.model = "test";
+  w.num_heads = 4;
+  w.num_kv_heads = 2;
+  w.head_size = 128;
+  w.layout = Scheme::Interleaved;
+  w.batch_size = 40;
+  w.block_size = 16;
+  w.seed = 7;
+  for (const char* name : {"scribbles_input", "writes_before_cache"}) {
+    w.writer = name;
+    const CaseResult r = run_write_case(w, reg);
+    EXPECT_EQ(r.v.status, Status::Fail) << name << ": " << r.v.detail;
+    EXPECT_EQ(r.v.reason, "out_of_view_write") << name;
+    EXPECT_NE(r.v.detail.find("; then it refused the case: "), std::string::npos) << r.v.detail;
+    EXPECT_TRUE(r.unexpected_failure());
+  }
+  const CaseResult rd = run_decode_case(decode(128, "scribbles_cache"), reg, {});
+  EXPECT_EQ(rd.v.status, Status::Fail) << rd.v.detail;
+  EXPECT_EQ(rd.v.reason, "out_of_view_write");
+  EXPECT_NE(rd.v.detail.find("the reader wrote into the KV cache"), std::string::npos) << rd.v.detail;
+  EXPECT_NE(rd.v.detail.find("then it refused the case: scribbles_cache refused"), std::string::npos) << rd.v.detail;
 }
 
 }  // namespace
