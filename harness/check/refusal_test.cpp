@@ -140,6 +140,22 @@ Case decode(int64_t head_size, const std::string& reader_name) {
   return c;
 }
 
+// 40 tokens into an interleaved shuffle cache of 16-token pages.
+Case write(const std::string& writer) {
+  Case w;
+  w.kind = CaseKind::Write;
+  w.model = "test";
+  w.num_heads = 4;
+  w.num_kv_heads = 2;
+  w.head_size = 128;
+  w.layout = Scheme::Interleaved;
+  w.batch_size = 40;
+  w.block_size = 16;
+  w.writer = writer;
+  w.seed = 7;
+  return w;
+}
+
 Case routed(int64_t head_size) {
   Case c = decode(head_size, "");
   c.router_policy = "aiter-v0.1.12";  // small batch: paged_attention_rocm
@@ -197,17 +213,7 @@ TEST(CallTimeRefusal, WorkspaceSizingThatDeclinesIsUnsupported) {
 
 TEST(CallTimeRefusal, AWriterThatDeclinesIsUnsupportedInWriteAndPipelineCases) {
   const Registry reg = refusing_registry();
-  Case w;
-  w.kind = CaseKind::Write;
-  w.model = "test";
-  w.num_heads = 4;
-  w.num_kv_heads = 2;
-  w.head_size = 128;
-  w.layout = Scheme::Interleaved;
-  w.batch_size = 40;
-  w.writer = "shuffle_bs16_only";
-  w.seed = 7;
-  w.block_size = 16;
+  Case w = write("shuffle_bs16_only");
   EXPECT_EQ(run_write_case(w, reg).v.status, Status::Pass);
   w.block_size = 32;
   const CaseResult r = run_write_case(w, reg);
@@ -262,16 +268,7 @@ TEST(CallTimeRefusal, ReasonsNameTheSubstituteUnderReplaceKernel) {
 
 TEST(CallTimeRefusal, ARefusalAfterDamageIsAnOutOfViewWrite) {
   const Registry reg = refusing_registry();
-  Case w;
-  w.kind = CaseKind::Write;
-  w.model = "test";
-  w.num_heads = 4;
-  w.num_kv_heads = 2;
-  w.head_size = 128;
-  w.layout = Scheme::Interleaved;
-  w.batch_size = 40;
-  w.block_size = 16;
-  w.seed = 7;
+  Case w = write("");
   for (const char* name : {"scribbles_input", "writes_before_cache"}) {
     w.writer = name;
     const CaseResult r = run_write_case(w, reg);

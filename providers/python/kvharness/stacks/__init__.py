@@ -70,6 +70,25 @@ def unclaimed(module: str) -> dict:
 
 def unsupported(reason: str) -> BaseException:
     """The exception a stack adapter raises for a call the stack never makes (a view it never produces):
-    kvharness.Unsupported where the bridge has it (UNSUPPORTED with the reason), else RuntimeError."""
+    kvharness.Unsupported (UNSUPPORTED with the reason)."""
     import kvharness
-    return getattr(kvharness, "Unsupported", RuntimeError)(reason)
+    return kvharness.Unsupported(reason)
+
+
+def findable(module: str) -> bool:
+    """The installed packages have `module` (False, not an exception, when a parent package is missing)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
+def require(stack: str, checkout) -> None:
+    """Stops the import of adapter kvharness.stacks.STACK (exit 125, before any case) when neither a
+    checkout was given nor the stack is installed: a run of only UNSUPPORTED cases tests nothing.
+    Raises ImportError naming the Python and the ?src= alternative."""
+    if checkout is None and not findable(stack):
+        import sys
+        raise ImportError(f"{stack} is not installed for {sys.executable}; install it, or give a checkout: "
+                          f"python:kvharness.stacks.{stack}?src=PATH")

@@ -49,12 +49,7 @@ PARTITION_SIZE = 256  # the dispatch passes partition_size=256 to paged_attentio
 
 _module = None
 _SRC = stacks.options(__name__, keys=("src",)).get("src", "")  # read while the bridge imports us
-if not (_SRC or os.environ.get("KVH_AITER_SRC")):
-    import importlib.util
-    import sys
-    if importlib.util.find_spec("aiter") is None:  # an untestable setup: stop before any case (exit 125)
-        raise ImportError(f"aiter is not installed for {sys.executable}; install it, or give a checkout: "
-                          "--provider \"python:kvharness.stacks.aiter?src=PATH\"")
+stacks.require("aiter", _SRC or os.environ.get("KVH_AITER_SRC") or None)
 
 
 def _check_checkout(src: str) -> None:

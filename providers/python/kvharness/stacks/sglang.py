@@ -49,18 +49,7 @@ if "src" in _OPTS and not _OPTS["src"]:
 CHECKOUT = ck.Checkout(STACK, _OPTS["src"], allow=ALLOW).activate() if "src" in _OPTS else None
 
 
-def _installed() -> bool:
-    import importlib.util
-    try:
-        return importlib.util.find_spec("sglang") is not None
-    except ImportError:
-        return False
-
-
-if CHECKOUT is None and not _installed():  # stop at load, as aiter does: a run of only UNSUPPORTED is no test
-    import sys as _sys
-    raise ImportError(f"sglang is not installed for {_sys.executable}; install it, or give a checkout: "
-                      "python:kvharness.stacks.sglang?src=PATH")
+stacks.require("sglang", CHECKOUT)
 SOURCE = f"SGLang checkout {CHECKOUT.root}" if CHECKOUT else "the installed sglang"
 
 _DECODE = ("sglang.srt.layers.attention.triton_ops.decode_attention", "sglang.kernels.ops.attention.decode_attention")
@@ -78,13 +67,8 @@ def decode_attention_fwd_fn():
             raise stacks.unsupported(f"{SOURCE} has no decode_attention_fwd: none of "
                                      + ", ".join("python/" + m.replace(".", "/") + ".py" for m in _DECODE))
         return CHECKOUT.load(present[0]).decode_attention_fwd
-    import importlib.util
     for m in _DECODE:
-        try:
-            found = importlib.util.find_spec(m) is not None
-        except ImportError:  # sglang (or a parent package) not installed
-            found = False
-        if found:
+        if stacks.findable(m):
             return ck.installed(STACK, m).decode_attention_fwd
     raise stacks.unsupported(f"{SOURCE} has no decode_attention_fwd: none of {', '.join(_DECODE)}")
 

@@ -109,7 +109,7 @@ def kernel(which: str):
                 raise stacks.unsupported(f"{SOURCE}: {e}") from None
         return getattr(CHECKOUT.load(present[0]), name)
     for m in modules:
-        if not _findable(m.rpartition(".")[0]):
+        if not stacks.findable(m.rpartition(".")[0]):
             continue
         if extract:  # the backend module's import would pull the stack's engine; its kernel is ROCm-only there
             try:
@@ -118,24 +118,12 @@ def kernel(which: str):
                 continue
             except LookupError as e:
                 raise stacks.unsupported(f"{SOURCE}: {e}") from None
-        if _findable(m):
+        if stacks.findable(m):
             return getattr(ck.installed(STACK, m), name)
     raise stacks.unsupported(f"{SOURCE} has no {name}: none of {', '.join(modules)}")
 
 
-def _findable(module: str) -> bool:
-    """The installed stack has `module` (False, not an exception, when the stack itself is not installed)."""
-    import importlib.util
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False
-
-
-if CHECKOUT is None and not _findable("vllm"):  # stop at load, as aiter does: a run of only UNSUPPORTED is no test
-    import sys as _sys
-    raise ImportError(f"vllm is not installed for {_sys.executable}; install it, or give a checkout: "
-                      "python:kvharness.stacks.vllm?src=PATH")
+stacks.require("vllm", CHECKOUT)
 
 
 def _call(fn, **kwargs):
