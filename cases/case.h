@@ -93,6 +93,12 @@ struct Case {
                                          // (-1), or num_blocks + K (K >= 0); both out of range
   int64_t min_block_id = 1;              // attention/pipeline: sequences' blocks come from ids >= this
                                          // (the large reader suite: ids above 65,535); block 0 is the null block
+  // MLA (kvharness/provider.h KVH_CACHE_MLA): kv_lora_rank > 0 makes the case's cache the latent
+  // cache of one latent vector per token; then num_kv_heads is 1 and head_size is
+  // kv_lora_rank + qk_rope_head_dim (the query's and the cache's last dim), out's head kv_lora_rank.
+  int64_t kv_lora_rank = 0, qk_rope_head_dim = 0;
+  int64_t qk_nope_head_dim = 0;  // MLA: the model's per-head nope dim, for the softmax scale
+  double softmax_scale = 0;      // 0: 1/sqrt(head_size), MLA: 1/sqrt(qk_nope_head_dim + qk_rope_head_dim)
   std::string expect_routed_to;   // router cases: the reader the policy must pick ("" = not stated);
                                   // another route is FAIL misroute even when that reader could run the case
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
@@ -117,6 +123,8 @@ struct Case {
   /// "/qMIN-MAX", "/qmixMIN-MAX" (mixed) or "/q=..." (a list, spelled as the context list),
   /// and "/noncausal"; decode cases (one query token each) keep their ids.
   std::string id() const;
+  /// Whether the case's cache is MLA's latent cache (kv_lora_rank > 0).
+  bool mla() const { return kv_lora_rank > 0; }
   /// Whether any sequence may have more than one query token (a ragged call).
   bool ragged() const { return query_len_max > 1 || query_mixed; }
   /// The largest query length the case can draw (a mixed batch's speculative sequences reach 8).

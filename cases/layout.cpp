@@ -14,6 +14,7 @@ const char* to_string(CacheFormat f) {
     case CacheFormat::PaV1: return "pa_v1";
     case CacheFormat::Shuffle: return "shuffle";
     case CacheFormat::Hnd: return "hnd";
+    case CacheFormat::Mla: return "mla";
   }
   return "?";
 }
@@ -42,7 +43,7 @@ const char* to_string(Scheme s) {
 }
 
 std::optional<CacheFormat> parse_cache_format(const std::string& s) {
-  for (auto f : {CacheFormat::Flash, CacheFormat::PaV1, CacheFormat::Shuffle, CacheFormat::Hnd})
+  for (auto f : {CacheFormat::Flash, CacheFormat::PaV1, CacheFormat::Shuffle, CacheFormat::Hnd, CacheFormat::Mla})
     if (s == to_string(f)) return f;
   return std::nullopt;
 }
@@ -102,6 +103,7 @@ std::vector<int64_t> cache_shape(CacheFormat format, bool is_value, const CacheG
       if (is_value) return {g.num_blocks, g.num_kv_heads, g.block_size / g.x, g.head_size, g.x};
       return {g.num_blocks, g.num_kv_heads, g.head_size / g.x, g.block_size, g.x};
     case CacheFormat::Hnd: return {g.num_blocks, g.num_kv_heads, g.block_size, g.head_size};
+    case CacheFormat::Mla: return {g.num_blocks, g.block_size, 1, is_value ? g.rope_dim : g.head_size};
   }
   return {};
 }
@@ -118,6 +120,53 @@ std::vector<int64_t> block_strides(const std::vector<int64_t>& shape, int64_t bl
   }
   s[0] = block_stride;
   return s;
+}
+
+// The latent cache (format mla): rows of kv_lora_rank + rope_dim elements, block_stride apart per
+// block; K is the latent part of each row, V the rope part, `latent` the whole row.
+LayoutOrReason make_mla_layout(Scheme scheme, const CacheGeometry& g, int64_t padded_page_bytes,
+                               int64_t storage_offset, int64_t degenerate_stride) {
+  auto no = [](std::string why) { return LayoutOrReason{std::nullopt, std::move(why)}; };
+  if (g.num_kv_heads != 1 || g.rope_dim <= 0)
+    return no(fmt::format("the mla cache has one latent head and a rope part (num_kv_heads 1, rope_dim > 0); got "
+                          "num_kv_heads {} and rope_dim {}",
+                          g.num_kv_heads, g.rope_dim));
+  const int64_t row = g.head_size + g.rope_dim, page = g.block_size * row, nb = g.num_blocks;
+  CacheLayout L{CacheFormat::Mla, scheme, g, {}, {}, 0, 0, scheme == Scheme::DegenerateStrides ? degenerate_stride : 0};
+  L.block_stride = page;
+  switch (scheme) {
+    case Scheme::Separate: break;
+    case Scheme::Offset: L.key.offset = storage_offset > 0 ? storage_offset : 37 * g.x; break;
+    case Scheme::Padded: {
+      if (padded_page_bytes % g.elem_bytes != 0) return no("padded page size is not a whole number of elements");
+      const int64_t padded = padded_page_bytes > 0 ? padded_page_bytes / g.elem_bytes : page + std::max<int64_t>(64, page / 4);
+      if (padded <= page)
+        return no(fmt::format("padded page {} bytes does not exceed the latent page {} bytes", padded * g.elem_bytes,
+                              page * g.elem_bytes));
+      L.block_stride = padded;
+      break;
+    }
+    case Scheme::DegenerateStrides:
+      if (g.block_size != 1)
+        return no(fmt::format("degenerate_strides needs a size-1 dim of the mla cache [num_blocks, block_size, {}]: "
+                              "block_size 1, not {}",
+                              row, g.block_size));
+      break;
+    default:
+      return no(fmt::format("layout {} does not apply to the mla cache (one latent tensor; layouts: separate, offset, "
+                            "padded, degenerate_strides)",
+                            to_string(scheme)));
+  }
+  L.storage_elems = L.key.offset + nb * L.block_stride;
+  L.latent = StridedView{{nb, g.block_size, row}, {L.block_stride, row, 1}, L.key.offset};
+  L.key = StridedView{cache_shape(CacheFormat::Mla, false, g), {L.block_stride, row, row, 1}, L.key.offset};
+  L.value = StridedView{cache_shape(CacheFormat::Mla, true, g), {L.block_stride, row, row, 1}, L.key.offset + g.head_size};
+  if (scheme == Scheme::DegenerateStrides) {
+    apply_degenerate_strides(L.latent, degenerate_stride);
+    apply_degenerate_strides(L.key, degenerate_stride);
+    apply_degenerate_strides(L.value, degenerate_stride);
+  }
+  return {L, ""};
 }
 
 }  // namespace
@@ -140,6 +189,7 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
                           "num_kv_heads {} and block_size {}",
                           g.num_kv_heads, g.block_size));
 
+  if (format == CacheFormat::Mla) return make_mla_layout(scheme, g, padded_page_bytes, storage_offset, degenerate_stride);
   CacheLayout L{format, scheme, g, {}, {}, 0, 0, scheme == Scheme::DegenerateStrides ? degenerate_stride : 0};
   const int64_t page = g.page_elems(), nb = g.num_blocks;
   L.key.shape = cache_shape(format, false, g);
@@ -217,6 +267,11 @@ LayoutOrReason make_cache_layout(CacheFormat format, Scheme scheme, const CacheG
 }
 
 std::string CacheLayout::describe(int64_t elem) const {
+  if (format == CacheFormat::Mla) {
+    if (auto i = key.index_of(elem)) return fmt::format("latent (kv_c) of block {} (token {}, dim {})", (*i)[0], (*i)[1], (*i)[3]);
+    if (auto i = value.index_of(elem))
+      return fmt::format("rope (k_pe) of block {} (token {}, dim {})", (*i)[0], (*i)[1], geo.head_size + (*i)[3]);
+  }
   auto logical = [&](const StridedView& v, const std::vector<int64_t>& i) {
     // tensor index -> (block, head, token, dim) per format
     int64_t b = i[0], h, t, d;

@@ -16,8 +16,12 @@ namespace kvh {
 ///   pa_v1:   K [num_blocks, num_kv_heads, head_size/x, block_size, x], V [num_blocks, num_kv_heads, head_size, block_size]
 ///   shuffle: K as pa_v1, V [num_blocks, num_kv_heads, block_size/x, head_size, x]
 ///   hnd:     K, V [num_blocks, num_kv_heads, block_size, head_size] (heads before tokens, FlashInfer's HND)
+///   mla:     one latent cache [num_blocks, block_size, kv_lora_rank + qk_rope_head_dim] (provider.h
+///            KVH_CACHE_MLA); the harness sees it as two flash-shaped views of one kv head, K = the
+///            latent part [.., .., 1, kv_lora_rank] and V = the rope part [.., .., 1, qk_rope_head_dim]
+///            of the same rows (CacheLayout::latent is the kernel's 3-D view)
 /// The values equal kvh_cache_format's (provider.h), so a kernel's format converts by a cast.
-enum class CacheFormat { Flash = 0, PaV1 = 1, Shuffle = 2, Hnd = 3 };
+enum class CacheFormat { Flash = 0, PaV1 = 1, Shuffle = 2, Hnd = 3, Mla = 4 };
 
 /// How the two caches sit in memory:
 ///   separate     two allocations (one storage here, with a gap between them)
@@ -77,11 +81,15 @@ struct StridedView {
 int apply_degenerate_strides(StridedView& v, int64_t stride);
 
 /// Sizes of one paged cache, in elements or tokens. x = 16 / element bytes.
+/// MLA (format mla): num_kv_heads 1, head_size = kv_lora_rank (the K view), rope_dim =
+/// qk_rope_head_dim (the V view); a page is block_size * (head_size + rope_dim) elements.
 struct CacheGeometry {
   int64_t num_blocks = 0, block_size = 0, num_kv_heads = 0, head_size = 0;
   int64_t x = 8;
   int64_t elem_bytes = 2;
-  int64_t page_elems() const { return block_size * num_kv_heads * head_size; }  // one cache's block
+  int64_t rope_dim = 0;  // mla only
+  /// One cache's block (mla: the whole latent page, both views).
+  int64_t page_elems() const { return block_size * num_kv_heads * (head_size + rope_dim); }
 };
 
 /// K and V views of one storage buffer of `storage_elems` elements.
@@ -93,6 +101,7 @@ struct CacheLayout {
   int64_t storage_elems = 0;
   int64_t block_stride = 0;  // storage elements between consecutive blocks of K (same for V)
   int64_t degenerate_stride = 0;  // degenerate_strides: the stride given to size-1 dims (the harness's views too)
+  StridedView latent;  // mla only: the kernel's view [num_blocks, block_size, kv_lora_rank + rope_dim]
   /// Names storage element `elem` for error messages: "K page of block 17
   /// (head 0, token 3, dim 12)", "page padding of block 4", "gap between the K
   /// and V allocations", "unused storage".
@@ -107,6 +116,9 @@ struct CacheLayout {
 /// degenerate_strides scheme (which needs at least one: num_kv_heads or
 /// block_size 1, else the reason says so). For kernel_pages, `geo` is in
 /// kernel pages (num_blocks pages of block_size tokens).
+/// The mla format takes the schemes a latent cache has: separate (its own allocation), offset,
+/// padded and degenerate_strides (block_size 1: aiter's pages of one token); the others are
+/// refused by name.
 struct LayoutOrReason {
   std::optional<CacheLayout> layout;
   std::string reason;

@@ -141,5 +141,40 @@ TEST(Layout, KernelPagesAreKvFirstInKernelPages) {
   EXPECT_EQ(parse_scheme("kernel_pages"), Scheme::KernelPages);
 }
 
+
+// The mla format: K (latent) and V (rope) views of the same rows, the kernel's 3-D view over both.
+TEST(MlaLayout, ViewsShareRows) {
+  CacheGeometry g{5, 16, 1, 512, 8, 2, 64};
+  for (Scheme s : {Scheme::Separate, Scheme::Offset, Scheme::Padded}) {
+    auto made = make_cache_layout(CacheFormat::Mla, s, g);
+    ASSERT_TRUE(made.layout) << to_string(s) << ": " << made.reason;
+    const CacheLayout& L = *made.layout;
+    EXPECT_EQ(L.latent.shape, (std::vector<int64_t>{5, 16, 576}));
+    EXPECT_EQ(L.key.shape, (std::vector<int64_t>{5, 16, 1, 512}));
+    EXPECT_EQ(L.value.shape, (std::vector<int64_t>{5, 16, 1, 64}));
+    EXPECT_EQ(L.value.offset, L.key.offset + 512);
+    EXPECT_EQ(L.latent.offset, L.key.offset);
+    EXPECT_EQ(L.latent.stride[1], 576);
+    EXPECT_GE(L.block_stride, 16 * 576);
+    EXPECT_EQ(L.storage_elems, L.key.offset + 5 * L.block_stride);
+    EXPECT_EQ(L.describe(L.key.offset + L.block_stride * 2 + 576 * 3 + 7), "latent (kv_c) of block 2 (token 3, dim 7)");
+    EXPECT_EQ(L.describe(L.key.offset + L.block_stride * 2 + 576 * 3 + 520), "rope (k_pe) of block 2 (token 3, dim 520)");
+  }
+}
+
+TEST(MlaLayout, RefusesWhatALatentCacheCannotBe) {
+  CacheGeometry g{5, 16, 1, 512, 8, 2, 64};
+  EXPECT_NE(make_cache_layout(CacheFormat::Mla, Scheme::KvFirst, g).reason.find("does not apply to the mla cache"),
+            std::string::npos);
+  EXPECT_NE(make_cache_layout(CacheFormat::Mla, Scheme::DegenerateStrides, g, 0, 0, 0).reason.find("block_size 1"),
+            std::string::npos);
+  g.block_size = 1;
+  auto d = make_cache_layout(CacheFormat::Mla, Scheme::DegenerateStrides, g, 0, 0, 0);
+  ASSERT_TRUE(d.layout) << d.reason;
+  EXPECT_EQ(d.layout->latent.stride[1], 0);
+  g.rope_dim = 0;
+  EXPECT_NE(make_cache_layout(CacheFormat::Mla, Scheme::Separate, g).reason.find("rope part"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvh

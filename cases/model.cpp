@@ -4,6 +4,17 @@
 
 namespace kvh {
 
+namespace {
+
+// kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128: the same in all three configs.
+ModelPreset mla_preset(const char* name, int num_heads, const char* source) {
+  ModelPreset m{name, num_heads, 1, 512 + 64, false, source};
+  m.kv_lora_rank = 512, m.qk_rope_head_dim = 64, m.qk_nope_head_dim = 128;
+  return m;
+}
+
+}  // namespace
+
 const std::vector<ModelPreset>& model_presets() {
   // num_attention_heads, num_key_value_heads, head_dim from each model's
   // public Hugging Face config.json.
@@ -18,6 +29,11 @@ const std::vector<ModelPreset>& model_presets() {
       {"phi-2", 32, 32, 80, false, "microsoft/phi-2 config.json (2560 / 32)"},
       {"gemma-2-9b", 16, 8, 256, false, "google/gemma-2-9b config.json"},
       {"Qwen2.5-1.5B", 12, 2, 128, false, "Qwen/Qwen2.5-1.5B config.json (1536 / 12; GQA 6 over 2 kv heads)"},
+      // MLA: num_attention_heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim of config.json;
+      // num_kv_heads 1 and head_size kv_lora_rank + qk_rope_head_dim are the latent cache's.
+      mla_preset("DeepSeek-V3", 128, "deepseek-ai/DeepSeek-V3 config.json (DeepSeek-R1's is the same)"),
+      mla_preset("DeepSeek-V2-Lite", 16, "deepseek-ai/DeepSeek-V2-Lite config.json"),
+      mla_preset("Kimi-K2", 64, "moonshotai/Kimi-K2-Instruct config.json"),
   };
   return presets;
 }

@@ -18,7 +18,8 @@ int64_t cache_offset(const CacheLayout& L, bool is_value, int64_t b, int64_t h, 
   const StridedView& v = is_value ? L.value : L.key;
   const int64_t x = L.geo.x;
   switch (L.format) {
-    case CacheFormat::Flash: return dot(v, {b, t, h, d});
+    case CacheFormat::Flash:
+    case CacheFormat::Mla: return dot(v, {b, t, h, d});  // mla: h is 0, d within the view's part
     case CacheFormat::Hnd: return dot(v, {b, h, t, d});
     case CacheFormat::PaV1:
       return is_value ? dot(v, {b, h, d, t}) : dot(v, {b, h, d / x, t, d % x});

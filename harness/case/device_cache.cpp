@@ -38,6 +38,7 @@ device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
   m.xd = D;
   switch (L.format) {
     case CacheFormat::Flash:  // [b, t, h, d]
+    case CacheFormat::Mla:    // [b, t, 1, latent or rope dim]
       m.st_lo = s[1], m.sh = s[2], m.sd_lo = s[3];
       return m;
     case CacheFormat::Hnd:  // [b, h, t, d]

@@ -70,6 +70,7 @@ extern "C" {
 #define KVH_PROVIDER_SYMBOL_V1 "kvh_provider_kernels"
 #define KVH_MAX_DIMS 6
 #define KVH_MAX_WORKSPACES 8 /* typed workspaces of one reader call */
+#define KVH_MAX_PLAN_TENSORS 8 /* plan tensors of one reader call (kvharness 0.6) */
 
 /** Return code of a kernel entry point: the provider failed (raised), not the kernel. */
 #define KVH_RAISED (-1)
@@ -95,19 +96,27 @@ extern "C" {
  *           0x80 is the only NaN, max 240. The same bits decode 2x apart. */
 typedef enum kvh_dtype {
   KVH_DT_F16 = 1, KVH_DT_BF16 = 2, KVH_DT_I64 = 3, KVH_DT_F32 = 4, KVH_DT_I32 = 5,
-  KVH_DT_FP8_E4M3FN = 6, KVH_DT_FP8_E4M3FNUZ = 7
+  KVH_DT_FP8_E4M3FN = 6, KVH_DT_FP8_E4M3FNUZ = 7,
+  /* appended in kvharness 0.6: int8 KV caches (a cache dtype only, like the fp8 codes): symmetric,
+   * value = code * scale; a writer stores clamp(round_half_even(value / scale), -127, 127) (the
+   * division in float32). -128 is never written. */
+  KVH_DT_I8 = 8
 } kvh_dtype;
 
-/** Granularity of fp8 dequant scales (k_scales/v_scales tensors, f32, any strides):
+/** Granularity of fp8/int8 dequant scales (k_scales/v_scales tensors, f32, any strides):
  *  NONE   no tensors; the float k_scale/v_scale of the reader args apply (1.0 for fp16/bf16 caches)
  *  TENSOR [1]
  *  HEAD   [num_kv_heads]
  *  BLOCK  [num_blocks, num_kv_heads]             (physical block id, kv head)
- *  TOKEN  [num_blocks, num_kv_heads, block_size] (per kv head and slot)
- *  Cache value = fp8_decode(code) * scale; a writer stores fp8_encode(value / scale)
- *  (round to nearest even, saturating to the format's largest finite value). */
+ *  TOKEN  [num_blocks, num_kv_heads, block_size] (per kv head and slot: per token and head)
+ *  SLOT   [num_blocks, block_size]               (kvharness 0.6: per slot, shared by every kv head:
+ *                                                 per token)
+ *  Cache value = decode(code) * scale; a writer stores encode(value / scale) (fp8: round to nearest
+ *  even, saturating to the format's largest finite value; int8: KVH_DT_I8). Scales are inputs of
+ *  the writer (static quantization), never outputs. */
 typedef enum kvh_scale_granularity {
-  KVH_SCALES_NONE = 0, KVH_SCALES_TENSOR = 1, KVH_SCALES_HEAD = 2, KVH_SCALES_BLOCK = 3, KVH_SCALES_TOKEN = 4
+  KVH_SCALES_NONE = 0, KVH_SCALES_TENSOR = 1, KVH_SCALES_HEAD = 2, KVH_SCALES_BLOCK = 3, KVH_SCALES_TOKEN = 4,
+  KVH_SCALES_SLOT = 5
 } kvh_scale_granularity;
 
 /** Score modifiers a reader may support (kvh_capabilities.modifiers bits). */
@@ -122,7 +131,28 @@ typedef enum kvh_modifier {
  *  SHUFFLE: K as PA_V1;  V [num_blocks, num_kv_heads, block_size/x, head_size, x]
  *  HND:     K, V [num_blocks, num_kv_heads, block_size, head_size]
  *  All are strided views: head_interleaved caches are HND views whose head stride is not dense. */
-typedef enum kvh_cache_format { KVH_CACHE_NHD = 0, KVH_CACHE_PA_V1 = 1, KVH_CACHE_SHUFFLE = 2, KVH_CACHE_HND = 3 } kvh_cache_format;
+typedef enum kvh_cache_format {
+  KVH_CACHE_NHD = 0, KVH_CACHE_PA_V1 = 1, KVH_CACHE_SHUFFLE = 2, KVH_CACHE_HND = 3,
+  KVH_CACHE_MLA = 4 /* kvharness 0.6: the latent cache of multi-head latent attention (below) */
+} kvh_cache_format;
+
+/** MLA (kvharness 0.6; DeepSeek-V2/V3, Kimi-K2; vLLM concat_and_cache_mla and its MLA backends).
+ *  R = kv_lora_rank (512), P = qk_rope_head_dim (64). One latent vector of R + P elements per token
+ *  and no kv heads (num_kv_heads is 1 wherever it is asked):
+ *    cache        [num_blocks, block_size, R + P], any strides; key_cache and value_cache are the
+ *                 same view (the latent cache holds both)
+ *  Writer (kvh_write_args):
+ *    key   = kv_c [num_tokens, R], value = k_pe [num_tokens, P], any strides (often column views of
+ *            one [num_tokens, R + P] projection);
+ *    cache[slot / block_size, slot % block_size, 0:R] = kv_c[t], [R:R+P] = k_pe[t]; negative slots
+ *    write nothing. fp8 caches: one per-tensor scale (kv_scales TENSOR, k_scales [1]; v_scales is
+ *    the same tensor), code = fp8_encode(value / scale) as for the other formats.
+ *  Reader (kvh_attention_args), decode or ragged as for the other formats, absorbed form:
+ *    query [num_query_tokens, num_heads, R + P], out [num_query_tokens, num_heads, R] (R = out.shape[2]);
+ *    score of head h and token t = scale * sum_{d < R+P} q[h, d] * cache[t, d] (then the modifiers);
+ *    out[h] = sum_t softmax_t(score) * cache[t, 0:R]: one latent head shared by every query head.
+ *    `scale` is the model's (DeepSeek: 1/sqrt(qk_nope_head_dim + qk_rope_head_dim)), not
+ *    1/sqrt(R + P). fp8 caches dequantize with k_scale (kv_scales TENSOR or NONE). */
 
 /** Where tensors live; the values are DLPack's DLDeviceType codes. */
 typedef enum kvh_device_type { KVH_DEVICE_CPU = 1, KVH_DEVICE_CUDA = 2, KVH_DEVICE_ROCM = 10 } kvh_device_type;
@@ -222,6 +252,11 @@ typedef struct kvh_attention_args {
   kvh_tensor k_scale_tensor, v_scale_tensor; /* f32 [1]: k_scale and v_scale as tensors (stacks pass tensors) */
   kvh_tensor workspaces[KVH_MAX_WORKSPACES]; /* typed workspaces, as the reader declared them, filled
                                  with NaN (f32/f16/bf16) or 0x7FC0DEAD words (integer types) */
+  /* ---- appended in kvharness 0.6 (MLA, split plans) ----
+   * MLA readers (KVH_CACHE_MLA) get the shapes written beside kvh_cache_format. */
+  int32_t num_plan_tensors;   /* tensors in plan (the reader's planner built them); 0 = no planner */
+  int32_t reserved3;          /* zero */
+  kvh_tensor plan[KVH_MAX_PLAN_TENSORS]; /* read-only device tensors, dense, as kvh_plan gave them */
   /* Later versions append fields here. */
 } kvh_attention_args;
 
@@ -349,6 +384,46 @@ typedef struct kvh_route_result {
 /** Routes one step: 0 with `out` filled, or KVH_RAISED (last_error says why: the case is a CRASH). */
 typedef int (*kvh_route_fn)(void* context, const kvh_route_args* args, kvh_route_result* out);
 
+/* ---- appended in kvharness 0.6: split plans ----
+ * A reader may declare a planner (kvh_kernel_desc.plan): a host function that, from the step's
+ * sequence lengths, head counts and compute units, builds the split metadata the kernel needs
+ * (work lists, split counts, reduce maps: aiter's get_mla_metadata, FlashInfer's plan). The
+ * harness calls it before every call of the reader, copies each tensor into its own guarded
+ * device allocation and passes them in kvh_attention_args.plan; the kernel must not write them
+ * (FAIL out_of_view_write names the tensor). The case judges the planner and the kernel together:
+ * a plan made for another kernel variant is that pair's wrong output. */
+/** The host-side inputs of a planner. Growable. Arrays are host memory, valid during the call. */
+typedef struct kvh_plan_args {
+  KVH_STRUCT_SIZE(struct kvh_plan_args);
+  uint32_t reserved;          /* zero */
+  int64_t num_seqs;
+  int64_t num_heads;          /* query heads on this rank */
+  int64_t num_kv_heads;       /* 1 for MLA */
+  int64_t head_size;          /* query/key head size (MLA: R + P) */
+  int64_t block_size;         /* tokens per kernel page */
+  int64_t compute_units;      /* the device's, or the case's target's */
+  int32_t max_query_len;      /* 1 for decode */
+  int32_t num_query_tokens;
+  int32_t dtype;              /* kvh_dtype of query/out */
+  int32_t cache_dtype;        /* kvh_dtype of the cache elements */
+  const int32_t* seq_lens;        /* [num_seqs], tokens, the new query tokens included */
+  const int32_t* query_start_loc; /* [num_seqs + 1] */
+  /* Later versions append fields here. */
+} kvh_plan_args;
+
+/** What a planner built: num_tensors dense tensors (specs[i] gives dtype, shape and name; data[i]
+ *  its host bytes, row-major). The provider owns the bytes; they stay valid until the next plan
+ *  call on the same context. */
+typedef struct kvh_plan {
+  int32_t num_tensors;        /* 0 .. KVH_MAX_PLAN_TENSORS */
+  int32_t reserved;
+  kvh_workspace_spec specs[KVH_MAX_PLAN_TENSORS];
+  const void* data[KVH_MAX_PLAN_TENSORS];
+} kvh_plan;
+
+/** Builds the plan of one reader call: 0, KVH_RAISED (a CRASH, component planner) or KVH_UNSUPPORTED. */
+typedef int (*kvh_plan_fn)(void* context, const kvh_plan_args* args, kvh_plan* out);
+
 /** One kernel a provider offers (ABI 2). Growable. `fixture` != 0 marks a
  *  known-bad kernel kept on purpose so that the harness can show it fails. */
 typedef struct kvh_kernel_desc {
@@ -374,6 +449,8 @@ typedef struct kvh_kernel_desc {
                                        around each). When set, the harness asks it instead (kvh_time_fn) */
   /* ---- appended in kvharness 0.5: the router role ---- */
   kvh_route_fn route;               /* role == KVH_ROLE_ROUTER (cache_format, capabilities unused) */
+  /* ---- appended in kvharness 0.6: split plans ---- */
+  kvh_plan_fn plan;                 /* role == KVH_ROLE_READER; may be null (no planner) */
 } kvh_kernel_desc;
 
 /** What the harness tells a provider when it opens it. Growable. */

@@ -312,7 +312,7 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   if (d.role != KVH_ROLE_WRITER && d.role != KVH_ROLE_READER && d.role != KVH_ROLE_ROUTER)
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has role " + std::to_string(d.role));
   if (d.role == KVH_ROLE_ROUTER) return add_router(d, origin);
-  if (d.cache_format < KVH_CACHE_NHD || d.cache_format > KVH_CACHE_HND)
+  if (d.cache_format < KVH_CACHE_NHD || d.cache_format > KVH_CACHE_MLA)
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has cache format " + std::to_string(d.cache_format));
   if ((d.role == KVH_ROLE_WRITER && !d.write) || (d.role == KVH_ROLE_READER && !d.attention))
     throw ProviderLoadError(origin + ": kernel '" + d.name + "' has no entry point for its role");
@@ -445,6 +445,7 @@ const char* cache_format_name(int format) {
     case KVH_CACHE_PA_V1: return "pa_v1";
     case KVH_CACHE_SHUFFLE: return "shuffle";
     case KVH_CACHE_HND: return "hnd";
+    case KVH_CACHE_MLA: return "mla";
   }
   return "?";
 }
