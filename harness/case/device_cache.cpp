@@ -35,7 +35,7 @@ device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
   m.sb = s[0];
   // An unsplit token or dim: x = its whole extent, so the "hi" part is always 0.
   m.xt = B;
-  m.xd = D;
+  m.xd = L.format == CacheFormat::Mla && is_value ? L.geo.rope_dim : D;  // mla: V is the rope part
   switch (L.format) {
     case CacheFormat::Flash:  // [b, t, h, d]
     case CacheFormat::Mla:    // [b, t, 1, latent or rope dim]
