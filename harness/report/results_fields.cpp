@@ -223,7 +223,7 @@ std::vector<ResultsField> make_results_fields() {
       {"softmax_scale", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.softmax_scale; },
        [](In f, Out o) { o.c.softmax_scale = f.num<double>(); },
        "the case's softmax scale; 0 = the default (MLA: 1/sqrt(qk_nope_head_dim + qk_rope_head_dim))"},
-      {"mla", kDerived, kNotNull, kOptional, [](R r) -> json { return r.c.mla(); }, nullptr,
+      {"mla", kDerived, kNotNull, kRequired, [](R r) -> json { return r.c.mla(); }, nullptr,
        "true when the cache is MLA's latent cache (kv_lora_rank > 0)"},
       {"shuffle", kDerived, kNotNull, kRequired, [](R r) -> json { return r.c.shuffle(); }, nullptr,
        "1 when the V cache is shuffled (a shuffle writer or reader), else 0"},
