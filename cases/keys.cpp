@@ -151,12 +151,13 @@ std::vector<CaseKey> case_table_keys() {
           .means("degenerate_strides layout only: one case per value, the stride of every size-1 dim of the "
                  "views. Ids: `degenerate_strides-sN`"),
       Row("kv_cache_dtype", kCaseTables, KeyType::Strings).dflt("the K/V dtype")
-          .values({"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"}).filter("kv_cache_dtype")
-          .means("the cache's element type: a 16-bit entry applies to cases of that dtype, an fp8 one quantizes. "
-                 "Ids gain `/kv=FMT` for fp8"),
+          .values({"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz", "int8"}).filter("kv_cache_dtype")
+          .means("the cache's element type: a 16-bit entry applies to cases of that dtype, an fp8 or int8 one "
+                 "quantizes (int8 needs kv_scales other than none). Ids gain `/kv=FMT` for fp8 and int8"),
       Row("kv_scales", kCaseTables, KeyType::Strings).dflt("[\"none\"]")
-          .values({"none", "tensor", "head", "block", "token"}).filter("kv_scales")
-          .means("granularity of the fp8 dequant scales, fp8 caches only. Ids gain `/scales=G` when not none"),
+          .values({"none", "tensor", "head", "block", "token", "slot"}).filter("kv_scales")
+          .means("granularity of the dequant scales, fp8 and int8 caches only (slot: [num_blocks, block_size], "
+                 "per token). Ids gain `/scales=G` when not none"),
   };
 }
 
