@@ -34,11 +34,11 @@ namespace {
 using namespace kvh::kernels;
 
 // Every built-in writer quantizes and every built-in reader dequantizes fp8
-// caches at every scale granularity (cache_fp8.h).
+// and int8 caches at every scale granularity (cache_fp8.h; int8 and SLOT: issue 22).
 constexpr uint32_t kAllCacheDtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN) |
-                                     (1u << KVH_DT_FP8_E4M3FNUZ);
+                                     (1u << KVH_DT_FP8_E4M3FNUZ) | (1u << KVH_DT_I8);
 constexpr uint32_t kAllScales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
-                                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
+                                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN) | (1u << KVH_SCALES_SLOT);
 kvh_capabilities fp8_caps() {
   kvh_capabilities c{};
   c.cache_dtypes = kAllCacheDtypes;
