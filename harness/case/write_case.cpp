@@ -122,7 +122,7 @@ void prepare(WriteCase& d) {
   enter_phase(Phase::Reference);
   const auto* slots = static_cast<const int64_t*>(d.d_slots.get());
   const DeviceQkv& q = *d.qkv;
-  if (c.fp8_cache())
+  if (c.quantized_cache())  // fp8 or int8 codes (write_scales says which)
     reference_write_fp8_into(*d.expected, L, q.buf.get(), q.views.k, q.views.v, slots, c.batch_size,
                              d.scales->write_scales(c));
   else

@@ -15,6 +15,7 @@ extern "C" int kvh_paged_attention_nhd_manager_pages(const kvh_attention_args*, 
 extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
 extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_fp8_fnuz_read_as_fn(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_int8_scales_per_sequence(const kvh_attention_args*, void*);  // issue 22 (int8)
 extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
@@ -199,6 +200,12 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: unified_attention_2d addressing query/out rows as s * max_query_len + j (a padded "
         "per-request stride on packed tensors: later requests write past out; exact on all-decode batches)",
         KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
+    // ---- issue 22, int8 KV caches (part A) ----
+    reader_desc<kvh_fixture_int8_scales_per_sequence>(
+        "fixture_int8_scales_per_sequence",
+        "REGRESSION FIXTURE: paged_attention_rocm that looks per-token (TOKEN, SLOT) scales up by the sequence's "
+        "index instead of the token's physical block",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
 };
 
 }  // namespace
