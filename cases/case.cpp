@@ -32,12 +32,13 @@ const char* to_string(KvScales s) {
     case KvScales::Head: return "head";
     case KvScales::Block: return "block";
     case KvScales::Token: return "token";
+    case KvScales::Slot: return "slot";
   }
   return "?";
 }
 
 std::optional<KvScales> parse_kv_scales(const std::string& s) {
-  for (auto v : {KvScales::None, KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token})
+  for (auto v : {KvScales::None, KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token, KvScales::Slot})
     if (s == to_string(v)) return v;
   return std::nullopt;
 }
@@ -47,11 +48,12 @@ const char* to_string(KvCacheDType d) {
     case KvCacheDType::Same: return "same";
     case KvCacheDType::Fp8E4m3fn: return "fp8_e4m3fn";
     case KvCacheDType::Fp8E4m3fnuz: return "fp8_e4m3fnuz";
+    case KvCacheDType::Int8: return "int8";
   }
   return "?";
 }
 
-std::string Case::kv_cache_dtype_name() const { return fp8_cache() ? to_string(kv_cache_dtype) : to_string(dtype); }
+std::string Case::kv_cache_dtype_name() const { return quantized_cache() ? to_string(kv_cache_dtype) : to_string(dtype); }
 
 std::optional<ValueDist> parse_value_dist(const std::string& s) {
   for (auto v : {ValueDist::Normal, ValueDist::Sink, ValueDist::Large})
@@ -151,7 +153,7 @@ std::string Case::id() const {
   if (stale != Stale::Random) vals += fmt::format("/stale={}", to_string(stale));
   if (block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(block_table_padding);
   if (min_block_id != 1) vals += fmt::format("/minblock={}", min_block_id);
-  if (fp8_cache()) vals += fmt::format("/kv={}", to_string(kv_cache_dtype));
+  if (quantized_cache()) vals += fmt::format("/kv={}", to_string(kv_cache_dtype));
   if (kv_scales != KvScales::None) vals += fmt::format("/scales={}", to_string(kv_scales));
   std::string mods = query_part(*this);
   if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);

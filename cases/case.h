@@ -18,12 +18,13 @@ enum class DType { F16, BF16 };
 /// Large, K and V near the dtype's largest finite value.
 enum class ValueDist { Normal, Sink, Large };
 /// The KV cache's element type: the K/V dtype itself (16-bit), or an fp8
-/// format that writers quantize to and readers dequantize from (provider.h).
-enum class KvCacheDType { Same, Fp8E4m3fn, Fp8E4m3fnuz };
-/// Granularity of the fp8 dequant scales (provider.h kvh_scale_granularity):
+/// format or int8 (symmetric, provider.h KVH_DT_I8) that writers quantize to
+/// and readers dequantize from (provider.h).
+enum class KvCacheDType { Same, Fp8E4m3fn, Fp8E4m3fnuz, Int8 };
+/// Granularity of the fp8/int8 dequant scales (provider.h kvh_scale_granularity):
 /// none, tensor [1], head [num_kv_heads], block [num_blocks, num_kv_heads],
-/// token [num_blocks, num_kv_heads, block_size].
-enum class KvScales { None, Tensor, Head, Block, Token };
+/// token [num_blocks, num_kv_heads, block_size], slot [num_blocks, block_size].
+enum class KvScales { None, Tensor, Head, Block, Token, Slot };
 /// What a decode case's cache holds in every slot the case does not write
 /// (issue 11): the unused tail slots of each sequence's last block, the null
 /// block and the spare blocks nobody owns. Random: finite old tokens (counter
@@ -40,10 +41,10 @@ const char* to_string(Stale s);
 std::optional<Stale> parse_stale(const std::string& s);
 /// "normal" | "sink" | "large" -> the distribution; nullopt for another name.
 std::optional<ValueDist> parse_value_dist(const std::string& s);
-/// "none" | "tensor" | "head" | "block" | "token".
+/// "none" | "tensor" | "head" | "block" | "token" | "slot".
 const char* to_string(KvScales s);
 std::optional<KvScales> parse_kv_scales(const std::string& s);
-/// "fp8_e4m3fn" | "fp8_e4m3fnuz" (Same has no name of its own: see kv_cache_dtype_name).
+/// "fp8_e4m3fn" | "fp8_e4m3fnuz" | "int8" (Same has no name of its own: see kv_cache_dtype_name).
 const char* to_string(KvCacheDType d);
 
 /// A case as the generator expands it. Head counts are per rank.
@@ -131,10 +132,16 @@ struct Case {
   bool ragged() const { return query_len_max > 1 || query_mixed; }
   /// The largest query length the case can draw (a mixed batch's speculative sequences reach 8).
   int64_t max_query_len() const { return query_mixed ? std::max<int64_t>(query_len_max, 8) : query_len_max; }
-  /// The cache's element type as results.json names it: fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz.
+  /// The cache's element type as results.json names it: fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz, int8.
   std::string kv_cache_dtype_name() const;
   /// Whether the cache holds fp8 codes (one byte an element, x = 16).
-  bool fp8_cache() const { return kv_cache_dtype != KvCacheDType::Same; }
+  bool fp8_cache() const {
+    return kv_cache_dtype == KvCacheDType::Fp8E4m3fn || kv_cache_dtype == KvCacheDType::Fp8E4m3fnuz;
+  }
+  /// Whether the cache holds int8 codes (provider.h KVH_DT_I8; one byte an element, x = 16).
+  bool int8_cache() const { return kv_cache_dtype == KvCacheDType::Int8; }
+  /// Whether the cache holds one-byte codes with dequant scales (fp8 or int8).
+  bool quantized_cache() const { return kv_cache_dtype != KvCacheDType::Same; }
   /// Row name in the matrix: variant_name if given, else the kernels.
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.

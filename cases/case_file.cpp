@@ -47,6 +47,9 @@ struct Ctx {
   }
 };
 
+/// Whether a kv_cache_dtype name is a one-byte quantized cache (fp8_* or int8), which takes scales.
+bool is_quantized_cache_name(const std::string& d) { return d.rfind("fp8_", 0) == 0 || d == "int8"; }
+
 std::string type_name(const toml::node& n) {
   switch (n.type()) {
     case toml::node_type::string: return "a string";
@@ -348,16 +351,21 @@ CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::s
   if (!degenerate && !a.degenerate_strides.empty())
     c.fail(node_of(c, t, "degenerate_strides"), "degenerate_strides", "applies to the degenerate_strides layout only");
   if (a.degenerate_strides.empty()) a.degenerate_strides = {0, 1, kDegenerateLargeStride};
-  // The cache's element type (default: the K/V dtype) and the fp8 scales' granularity (default none).
-  // fp16/bf16 name the 16-bit cache of cases of that dtype; scales apply to fp8 caches only.
+  // The cache's element type (default: the K/V dtype) and the scales' granularity (default none).
+  // fp16/bf16 name the 16-bit cache of cases of that dtype; scales apply to fp8 and int8 caches only.
   a.kv_cache_dtypes = strings(c, t, "kv_cache_dtype", false);
   a.kv_scales = strings(c, t, "kv_scales", false);
-  const bool any_fp8 = std::any_of(a.kv_cache_dtypes.begin(), a.kv_cache_dtypes.end(),
-                                   [](const std::string& d) { return d.rfind("fp8_", 0) == 0; });
+  const bool any_fp8 = std::any_of(a.kv_cache_dtypes.begin(), a.kv_cache_dtypes.end(), is_quantized_cache_name);
   if (!any_fp8 && std::any_of(a.kv_scales.begin(), a.kv_scales.end(), [](const std::string& g) { return g != "none"; }))
     c.fail(node_of(c, t, "kv_scales"), "kv_scales",
-           "scales (tensor, head, block, token) need an fp8 cache: add kv_cache_dtype = [\"fp8_e4m3fn\"] or "
-           "[\"fp8_e4m3fnuz\"]");
+           "scales (tensor, head, block, token, slot) need an fp8 or int8 cache: add kv_cache_dtype = "
+           "[\"fp8_e4m3fn\"], [\"fp8_e4m3fnuz\"] or [\"int8\"]");
+  // int8 codes have no scale-free meaning (provider.h KVH_DT_I8: value = code * scale).
+  if (std::find(a.kv_cache_dtypes.begin(), a.kv_cache_dtypes.end(), "int8") != a.kv_cache_dtypes.end() &&
+      (a.kv_scales.empty() || std::find(a.kv_scales.begin(), a.kv_scales.end(), "none") != a.kv_scales.end()))
+    c.fail(node_of(c, t, "kv_cache_dtype"), "kv_cache_dtype",
+           "an int8 cache needs dequant scales: give kv_scales without \"none\" (tensor, head, block, token or "
+           "slot)");
   if (!a.kv_cache_dtypes.empty() && !any_fp8)
     for (const auto& d : a.kv_cache_dtypes)
       if (std::find(a.dtypes.begin(), a.dtypes.end(), d) == a.dtypes.end())
@@ -399,8 +407,8 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
             for (const auto& kvd : a.kv_cache_dtypes)
               for (const auto& sc : a.kv_scales)
               for (double softmax_scale : a.softmax_scales) {
-            // A 16-bit entry applies to cases of its own dtype, scales to fp8 caches only.
-            const bool fp8 = kvd.rfind("fp8_", 0) == 0;
+            // A 16-bit entry applies to cases of its own dtype, scales to fp8 and int8 caches only.
+            const bool fp8 = is_quantized_cache_name(kvd);
             if ((!fp8 && kvd != "same" && kvd != dt) || (!fp8 && sc != "none")) continue;
             Case k;
             k.kind = kind;
@@ -419,6 +427,7 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
             k.dtype = dt == "fp16" ? DType::F16 : DType::BF16;
             k.kv_cache_dtype = kvd == "fp8_e4m3fn"     ? KvCacheDType::Fp8E4m3fn
                                : kvd == "fp8_e4m3fnuz" ? KvCacheDType::Fp8E4m3fnuz
+                               : kvd == "int8"         ? KvCacheDType::Int8
                                                        : KvCacheDType::Same;
             k.kv_scales = *parse_kv_scales(sc);
             k.source = where;

@@ -428,22 +428,36 @@ TEST(CaseFile, Fp8CacheAxesExpandAndSuffixIdsOnlyWhenNotDefault) {
   }
 }
 
+// int8 caches (issue 22): ids gain kv=int8/ and scales=G/, slot scales included.
+TEST(CaseFile, Int8CachesTakeEveryGranularityAndNameTheirIds) {
+  const std::string text = "[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                           "num_tokens = [4]\nblock_sizes = [16]\ndtypes = [\"fp16\"]\nwriters = [\"reshape_and_cache\"]\n"
+                           "kv_cache_dtype = [\"int8\"]\nkv_scales = [\"token\", \"slot\"]\n";
+  const auto cases = parse_case_text(text, "int8.toml");
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].kv_cache_dtype, KvCacheDType::Int8);
+  EXPECT_EQ(cases[0].kv_cache_dtype_name(), "int8");
+  EXPECT_TRUE(cases[0].int8_cache() && cases[0].quantized_cache() && !cases[0].fp8_cache());
+  EXPECT_EQ(cases[1].kv_scales, KvScales::Slot);
+  EXPECT_EQ(cases[1].id(), "write/Qwen3-235B-A22B/tp8/hd128/kv_first/bs16/fp16/n4/reshape_and_cache/kv=int8/scales=slot/s1");
+}
+
 TEST(CaseFile, BadFp8AxesNameFileLineFieldAndWhatWasExpected) {
   const std::string head = "[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
                            "num_tokens = [4]\nblock_sizes = [16]\ndtypes = [\"bf16\"]\nwriters = [\"w\"]\n";
   testing::expect_error(head + "kv_cache_dtype = [\"fp8_e5m2\"]\n",
                         "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8_e5m2'; expected one of fp16, bf16, "
-                        "fp8_e4m3fn, fp8_e4m3fnuz. 'fp8_e5m2' is vLLM's E5M2 kv_cache_dtype: no kvharness cache dtype");
+                        "fp8_e4m3fn, fp8_e4m3fnuz, int8. 'fp8_e5m2' is vLLM's E5M2 kv_cache_dtype: no kvharness cache dtype");
   // A stack's name says which kvharness name it is (vLLM's "fp8" is fnuz on MI300, fn on CUDA and MI350).
   testing::expect_error(head + "kv_cache_dtype = [\"fp8\"]\n",
                         "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8'; expected one of fp16, bf16, "
-                        "fp8_e4m3fn, fp8_e4m3fnuz. 'fp8' is vLLM's kv_cache_dtype for fp8 E4M3: kvharness "
+                        "fp8_e4m3fn, fp8_e4m3fnuz, int8. 'fp8' is vLLM's kv_cache_dtype for fp8 E4M3: kvharness "
                         "fp8_e4m3fnuz on MI300X/MI325X (gfx942");
   testing::expect_error(head + "kv_cache_dtype = [\"fp8_e4m3fn\", \"fp8_e4m3\"]\n",
                         "bad.toml:9: field 'kv_cache_dtype': unknown value 'fp8_e4m3'; expected one of fp16, bf16, "
-                        "fp8_e4m3fn, fp8_e4m3fnuz. 'fp8_e4m3' is vLLM's kv_cache_dtype, the same as 'fp8'");
+                        "fp8_e4m3fn, fp8_e4m3fnuz, int8. 'fp8_e4m3' is vLLM's kv_cache_dtype, the same as 'fp8'");
   testing::expect_error(head + "kv_cache_dtype = [\"float8_e4m3fnuz\"]\n",
-                        "unknown value 'float8_e4m3fnuz'; expected one of fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz. "
+                        "unknown value 'float8_e4m3fnuz'; expected one of fp16, bf16, fp8_e4m3fn, fp8_e4m3fnuz, int8. "
                         "'float8_e4m3fnuz' is torch's name: kvharness fp8_e4m3fnuz");
   EXPECT_EQ(stack_dtype_hint("fp9"), "");  // no hint for a name no stack uses
   testing::expect_error(head.substr(0, head.find("dtypes")) + "dtypes = [\"bfloat16\"]\nwriters = [\"w\"]\n",
@@ -451,11 +465,17 @@ TEST(CaseFile, BadFp8AxesNameFileLineFieldAndWhatWasExpected) {
                         "name: kvharness bf16");
   testing::expect_error(head + "kv_cache_dtype = [\"fp8_e4m3fn\"]\nkv_scales = [\"channel\"]\n",
                         "bad.toml:10: field 'kv_scales': unknown value 'channel'; expected one of none, tensor, head, "
-                        "block, token");
+                        "block, token, slot");
   testing::expect_error(head + "kv_scales = [\"head\"]\n", "bad.toml:9: field 'kv_scales': scales (tensor, head, "
-                                                           "block, token) need an fp8 cache");
+                                                           "block, token, slot) need an fp8 or int8 cache");
   testing::expect_error(head + "kv_cache_dtype = [\"fp16\"]\n",
                         "bad.toml:9: field 'kv_cache_dtype': a 16-bit cache holds the K/V dtype; 'fp16' is not among dtypes");
+  // int8 (issue 22): its codes need scales; none, named or by default, is refused at the table's line.
+  testing::expect_error(head + "kv_cache_dtype = [\"int8\"]\n",
+                        "bad.toml:9: field 'kv_cache_dtype': an int8 cache needs dequant scales: give kv_scales "
+                        "without \"none\"");
+  testing::expect_error(head + "kv_cache_dtype = [\"int8\"]\nkv_scales = [\"slot\", \"none\"]\n",
+                        "bad.toml:9: field 'kv_cache_dtype': an int8 cache needs dequant scales");
   testing::expect_error(head + "kv_cache_dtype = \"fp8_e4m3fn\"\n",
                         "bad.toml:9: field 'kv_cache_dtype': expected a non-empty array of strings, got a string");
 }

@@ -15,7 +15,6 @@ const std::vector<StackDtypeName>& stack_dtype_names() {
       {"fp8_inc", "vLLM's kv_cache_dtype for Intel Gaudi (Intel Neural Compressor): not modelled"},
       {"fp8_ds_mla", "vLLM's DeepSeek MLA fp8 layout (scales inside each token's entry): not modelled"},
       {"auto", "vLLM's kv_cache_dtype for 'the model's dtype': leave kv_cache_dtype out (the K/V dtype)"},
-      {"int8", "an int8 cache (vLLM, the ROCm kernel library): not a cache dtype of this kvharness version"},
       {"float8_e4m3fn", "torch's name: kvharness fp8_e4m3fn"},
       {"float8_e4m3fnuz", "torch's name: kvharness fp8_e4m3fnuz"},
       {"float16", "torch's name: kvharness fp16"},

@@ -161,9 +161,9 @@ std::vector<CaseKey> case_table_keys() {
           .means("degenerate_strides layout only: one case per value, the stride of every size-1 dim of the "
                  "views. Ids: `degenerate_strides-sN`"),
       Row("kv_cache_dtype", kCaseTables, KeyType::Strings).dflt("the K/V dtype")
-          .values({"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"}).filter("kv_cache_dtype")
-          .means("the cache's element type: a 16-bit entry applies to cases of that dtype, an fp8 one quantizes. "
-                 "Ids gain `/kv=FMT` for fp8"),
+          .values({"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz", "int8"}).filter("kv_cache_dtype")
+          .means("the cache's element type: a 16-bit entry applies to cases of that dtype, an fp8 or int8 one "
+                 "quantizes (int8 needs kv_scales other than none). Ids gain `/kv=FMT` for fp8 and int8"),
       // MLA (issue 22; kvharness/provider.h KVH_CACHE_MLA): the latent cache's shape, beside or instead of a preset's.
       Row("kv_lora_rank", kCaseTables, KeyType::Integer).dflt("the model's (0: not MLA)").range(1, 4096)
           .filter("kv_lora_rank")
@@ -180,8 +180,9 @@ std::vector<CaseKey> case_table_keys() {
           .means("MLA: the softmax scale of the score (DeepSeek's is 1/sqrt(qk_nope + qk_rope), not "
                  "1/sqrt(head_size)). Ids gain `/sc=X`"),
       Row("kv_scales", kCaseTables, KeyType::Strings).dflt("[\"none\"]")
-          .values({"none", "tensor", "head", "block", "token"}).filter("kv_scales")
-          .means("granularity of the fp8 dequant scales, fp8 caches only. Ids gain `/scales=G` when not none"),
+          .values({"none", "tensor", "head", "block", "token", "slot"}).filter("kv_scales")
+          .means("granularity of the dequant scales, fp8 and int8 caches only (slot: [num_blocks, block_size], "
+                 "per token). Ids gain `/scales=G` when not none"),
   };
 }
 

@@ -121,7 +121,8 @@ bool plan_route(DecodeCase& d) {
     in.num_query_tokens = d.s.num_query_tokens;
     in.max_query_len = d.s.max_query_len;
     in.head_size = c.head_size;
-    in.cache_dtype = c.fp8_cache()              ? routing::CacheDtype::fp8
+    in.cache_dtype = c.fp8_cache()               ? routing::CacheDtype::fp8
+                     : c.int8_cache()            ? routing::CacheDtype::int8
                      : c.dtype == DType::F16 ? routing::CacheDtype::fp16
                                              : routing::CacheDtype::bf16;
     in.high_precision = c.high_precision;
@@ -227,7 +228,7 @@ bool plan_layout(DecodeCase& d) {
     add_cause(d.r.v, component::kHarness, reason::kHarnessError, e.what(), true);
     return false;
   }
-  d.fp8 = c.fp8_cache() ? &*d.kv_scales : nullptr;
+  d.fp8 = c.quantized_cache() ? &*d.kv_scales : nullptr;  // fp8 or int8
   return true;
 }
 
@@ -274,7 +275,7 @@ void make_cache(DecodeCase& d) {
   d.cache.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
   d.snapshot.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
   std::vector<uint8_t> overwritten;
-  if (!d.wr && c.stale == Stale::Random && !c.fp8_cache()) {  // the only fill that skips them
+  if (!d.wr && c.stale == Stale::Random && !c.quantized_cache()) {  // the only fill that skips them
     overwritten.assign(size_t(d.pt.num_pages), 0);
     std::vector<int64_t> tokens(size_t(d.pt.num_pages), 0);
     for (int64_t slot : d.s.slots)
@@ -401,8 +402,7 @@ void pad_out_of_range_pages(DecodeCase& d) {
   const Case& c = d.c;
   enter_phase(Phase::AllocFill);
   const int64_t past = std::max<int64_t>(c.block_table_padding, 0) + 1;
-  const uint16_t nan_page = c.fp8_cache() ? padding_page_code8(c.kv_cache_dtype == KvCacheDType::Fp8E4m3fnuz)
-                                          : padding_page_bits(c.dtype);
+  const uint16_t nan_page = c.quantized_cache() ? padding_page_code8(c.kv_cache_dtype) : padding_page_bits(c.dtype);
   for (DeviceArena* arena : {&*d.cache, &*d.snapshot}) {
     arena->fill_pages(d.L(), -1, 1, nan_page);
     arena->fill_pages(d.L(), d.pt.num_pages, past, nan_page);

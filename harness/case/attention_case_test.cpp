@@ -217,6 +217,35 @@ TEST(DecodeCase, Fp8PipelinesPassAndCapabilitiesGate) {
   EXPECT_NE(u.v.detail.find("fp8_e4m3fnuz"), std::string::npos) << u.v.detail;
 }
 
+// int8 caches (issue 22): every built-in reader that declares int8 matches the reference's
+// exact dequantization (code * scale in float64) at every granularity; the fixture that looks
+// per-token scales up by sequence fails at TOKEN and SLOT only; the router's int8 rule sends
+// head size 128 to pa_fwd_asm, which computes the right answer there.
+TEST(DecodeCase, Int8ReadersMatchTheReferenceAndTheScalesPerSequenceFixtureFailsWhereDeclared) {
+  Registry reg;
+  Case c = decode_case(CaseKind::Attention, 128, 3, Scheme::Interleaved);
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.context_len_min = 40;
+  c.context_len_max = 300;
+  c.kv_cache_dtype = KvCacheDType::Int8;
+  for (KvScales g : {KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token, KvScales::Slot}) {
+    c.kv_scales = g;
+    for (const char* good : {"paged_attention_rocm", "paged_attention_v1", "pa_fwd_asm"}) {
+      const CaseResult r = run_decode_case(variant(c, "", good, ""), reg, {});
+      EXPECT_EQ(r.v.status, Status::Pass) << good << " " << to_string(g) << ": " << r.v.detail;
+    }
+    const CaseResult f = run_decode_case(variant(c, "", "fixture_int8_scales_per_sequence", ""), reg, {});
+    const bool per_token = g == KvScales::Token || g == KvScales::Slot;
+    EXPECT_EQ(f.v.status, per_token ? Status::Fail : Status::Pass) << to_string(g) << ": " << f.v.detail;
+    if (per_token) EXPECT_EQ(f.v.reason, "mismatch") << f.v.detail;
+  }
+  c.kv_scales = KvScales::Slot;
+  const CaseResult routed = run_decode_case(variant(c, "", "", "aiter-v0.1.12"), reg, {});
+  EXPECT_EQ(routed.v.status, Status::Pass) << routed.v.detail;
+  EXPECT_EQ(routed.routed_to, "pa_fwd_asm") << routed.route_reason;
+}
+
 TEST(DecodeCase, PlantedReadersFailTheChecksTheCorrectReaderPasses) {
   Registry reg = with_planted_readers();
   Case c = decode_case(CaseKind::Attention, 128, 4, Scheme::Padded);

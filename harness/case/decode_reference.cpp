@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "../reference/int8.h"
 #include "case/values.h"
 #include "device/counter_rng.h"
 #include "run/parallel.h"
@@ -36,6 +37,20 @@ void widen_sequence(const Case& c, const Sequences& s, const SequenceBits& b, in
   K.resize(n, kw);
   V.resize(n, kw);
   const std::optional<reference::Fp8Format> f8 = fp8_format(c);
+  if (c.int8_cache() && fp8) {  // int8: code * scale in float64, the code from reference/int8.h
+    auto cached = [&](uint16_t bits, bool is_value, int64_t token, int64_t j) {
+      const int64_t slot = s.slots[size_t(token)], blk = slot / c.block_size, tok = slot % c.block_size;
+      const int64_t head = j / c.head_size;
+      const float sc = is_value ? fp8->v_at(blk, head, tok) : fp8->k_at(blk, head, tok);
+      return reference::int8_decode(reference::int8_encode(float(decode16(c.dtype, bits)), sc), sc);
+    };
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < kw; ++j) {
+        K(t, j) = cached(b.k[size_t(t * kw + j)], false, tok0 + t, j);
+        V(t, j) = cached(b.v[size_t(t * kw + j)], true, tok0 + t, j);
+      }
+    return;
+  }
   if (f8 && fp8) {
     auto cached = [&](uint16_t bits, bool is_value, int64_t token, int64_t j) {  // an fp8 cache's element
       const double x = decode16(c.dtype, bits);

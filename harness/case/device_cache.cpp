@@ -85,14 +85,14 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
     device::fill_sentinel(data(), size_bytes());
   }
   if (kv != KvCacheDType::Same) {
-    const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz;
     if (stale != Stale::Random) {
-      device::fill_view8_const(storage(), view16(L.key), *stale_code8(stale, fnuz, false));
-      device::fill_view8_const(storage(), view16(L.value), *stale_code8(stale, fnuz, true));
+      device::fill_view8_const(storage(), view16(L.key), *stale_code8(stale, kv, false));
+      device::fill_view8_const(storage(), view16(L.value), *stale_code8(stale, kv, true));
       return;
     }
-    device::fill_view8(storage(), view16(L.key), fnuz, rng::stream_key(data_seed, rng::kOldKeys));
-    device::fill_view8(storage(), view16(L.value), fnuz, rng::stream_key(data_seed, rng::kOldValues));
+    const int mode = kv == KvCacheDType::Int8 ? device::kCode8Int8 : kv == KvCacheDType::Fp8E4m3fnuz;
+    device::fill_view8(storage(), view16(L.key), mode, rng::stream_key(data_seed, rng::kOldKeys));
+    device::fill_view8(storage(), view16(L.value), mode, rng::stream_key(data_seed, rng::kOldValues));
     return;
   }
   if (stale != Stale::Random) {
@@ -212,14 +212,16 @@ GuardedArena host_fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
   GuardedArena h(L.storage_elems, L.geo.elem_bytes, margin_bytes);  // sentinels everywhere
   if (kv != KvCacheDType::Same) {
     uint8_t* st8 = h.storage();
-    const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz;
+    const bool fnuz = kv == KvCacheDType::Fp8E4m3fnuz, int8 = kv == KvCacheDType::Int8;
     for (const auto& [view, stream] : {std::pair{&L.key, rng::kOldKeys}, {&L.value, rng::kOldValues}}) {
-      if (const std::optional<uint8_t> code = stale_code8(stale, fnuz, view == &L.value)) {
+      if (const std::optional<uint8_t> code = stale_code8(stale, kv, view == &L.value)) {
         parallel_for_each_offset(*view, [&](int64_t off, int64_t) { st8[off] = *code; });
         continue;
       }
       const uint64_t key = rng::stream_key(data_seed, stream);
-      parallel_for_each_offset(*view, [&](int64_t off, int64_t i) { st8[off] = rng::fp8_old_code(key, uint64_t(i), fnuz); });
+      parallel_for_each_offset(*view, [&](int64_t off, int64_t i) {
+        st8[off] = int8 ? rng::int8_old_code(key, uint64_t(i)) : rng::fp8_old_code(key, uint64_t(i), fnuz);
+      });
     }
     return h;
   }

@@ -18,6 +18,7 @@ kvh_dtype cache_kvh_dtype(const Case& c) {
   switch (c.kv_cache_dtype) {
     case KvCacheDType::Fp8E4m3fn: return KVH_DT_FP8_E4M3FN;
     case KvCacheDType::Fp8E4m3fnuz: return KVH_DT_FP8_E4M3FNUZ;
+    case KvCacheDType::Int8: return KVH_DT_I8;
     case KvCacheDType::Same: break;
   }
   return c.dtype == DType::F16 ? KVH_DT_F16 : KVH_DT_BF16;
@@ -27,6 +28,7 @@ std::optional<reference::Fp8Format> fp8_format(const Case& c) {
   switch (c.kv_cache_dtype) {
     case KvCacheDType::Fp8E4m3fn: return reference::Fp8Format::E4M3FN;
     case KvCacheDType::Fp8E4m3fnuz: return reference::Fp8Format::E4M3FNUZ;
+    case KvCacheDType::Int8:
     case KvCacheDType::Same: break;
   }
   return std::nullopt;
@@ -43,25 +45,27 @@ kvh_scale_granularity to_kvh(KvScales s) {
     case KvScales::Head: return KVH_SCALES_HEAD;
     case KvScales::Block: return KVH_SCALES_BLOCK;
     case KvScales::Token: return KVH_SCALES_TOKEN;
+    case KvScales::Slot: return KVH_SCALES_SLOT;
   }
   return KVH_SCALES_NONE;
 }
 
 KvScaleTensors::KvScaleTensors(const Case& c, int64_t num_blocks, uint64_t data_seed)
     : gran_(to_kvh(c.kv_scales)), num_blocks_(num_blocks), num_kv_heads_(c.num_kv_heads), block_size_(c.block_size) {
-  if (gran_ != KVH_SCALES_NONE && !c.fp8_cache())
-    throw std::invalid_argument("kv_scales need an fp8 cache");
+  if (gran_ != KVH_SCALES_NONE && !c.quantized_cache())
+    throw std::invalid_argument("kv_scales need an fp8 or int8 cache");
   switch (gran_) {
     case KVH_SCALES_NONE: return;
     case KVH_SCALES_TENSOR: shape_ = {1}; break;
     case KVH_SCALES_HEAD: shape_ = {num_kv_heads_}; break;
     case KVH_SCALES_BLOCK: shape_ = {num_blocks_, num_kv_heads_}; break;
     case KVH_SCALES_TOKEN: shape_ = {num_blocks_, num_kv_heads_, block_size_}; break;
+    case KVH_SCALES_SLOT: shape_ = {num_blocks_, block_size_}; break;
   }
   int64_t n = 1;
   for (int64_t s : shape_) n *= s;
   std::mt19937_64 rng(data_seed ^ 0x5CA1E5F00D5EEDull);
-  std::uniform_real_distribution<double> e(-8.0, -2.0);
+  std::uniform_real_distribution<double> e(c.int8_cache() ? -6.5 : -8.0, c.int8_cache() ? -5.0 : -2.0);
   for (auto* t : {&k_, &v_}) {
     t->resize(size_t(n));
     for (float& x : *t) x = float(std::exp2(e(rng)));
@@ -94,6 +98,7 @@ float KvScaleTensors::at(const std::vector<float>& s, int64_t block, int64_t hea
     case KVH_SCALES_HEAD: return s[size_t(head)];
     case KVH_SCALES_BLOCK: return s[size_t(block * num_kv_heads_ + head)];
     case KVH_SCALES_TOKEN: return s[size_t((block * num_kv_heads_ + head) * block_size_ + tok)];
+    case KVH_SCALES_SLOT: return s[size_t(block * block_size_ + tok)];
   }
   return 1.f;
 }
@@ -101,6 +106,7 @@ float KvScaleTensors::at(const std::vector<float>& s, int64_t block, int64_t hea
 device::Fp8WriteScales KvScaleTensors::write_scales(const Case& c) const {
   device::Fp8WriteScales w;
   w.fnuz = c.kv_cache_dtype == KvCacheDType::Fp8E4m3fnuz;
+  w.int8 = c.int8_cache();
   w.bf16_input = c.dtype == DType::BF16;
   w.granularity = gran_;
   if (gran_ == KVH_SCALES_NONE) return w;

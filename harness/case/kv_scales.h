@@ -18,11 +18,11 @@ namespace kvh {
 
 /// The cache tensors' kvh_dtype: the K/V dtype, or the fp8 format.
 kvh_dtype cache_kvh_dtype(const Case& c);
-/// Bytes of one cache element: 2 (fp16/bf16) or 1 (fp8).
-inline int64_t cache_elem_bytes(const Case& c) { return c.fp8_cache() ? 1 : 2; }
+/// Bytes of one cache element: 2 (fp16/bf16) or 1 (fp8, int8).
+inline int64_t cache_elem_bytes(const Case& c) { return c.quantized_cache() ? 1 : 2; }
 /// x of the x-split layouts: 16 bytes / cache element (DESIGN.md).
 inline int64_t cache_x(const Case& c) { return 16 / cache_elem_bytes(c); }
-/// The reference codec's format of an fp8 case; nullopt for a 16-bit cache.
+/// The reference codec's format of an fp8 case; nullopt for a 16-bit or int8 cache.
 std::optional<reference::Fp8Format> fp8_format(const Case& c);
 /// The per-tensor scale of an fp8 MLA case (issue 22): 1.7 / the format's largest finite value
 /// (448 e4m3fn, 240 e4m3fnuz). Inputs reach 2 in magnitude (counter_rng.h kInput), so the values
@@ -34,12 +34,16 @@ kvh_scale_granularity to_kvh(KvScales s);
 
 /// k_scales and v_scales of a case over a cache of num_blocks blocks.
 /// Values: log-uniform on [2^-8, 2^-2) from data_seed, so that
-/// |K|, |V| < 2 quantize to codes up to 512 (the large end saturates); every
-/// element distinct (a wrong index or order reads another value), K's and V's
+/// |K|, |V| < 2 quantize to codes up to 512 (the large end saturates); int8
+/// caches: on [2^-6.5, 2^-5), so that |K|, |V| < 2 reach codes up to 181:
+/// at the small scales the elements above 127 * scale saturate at +-127
+/// (outliers), at the large ones none does. Every element distinct (a wrong
+/// index or order, token or head, reads another value), K's and V's
 /// different. Shapes per provider.h: tensor [1], head [num_kv_heads], block
 /// [num_blocks, num_kv_heads], token [num_blocks, num_kv_heads, block_size],
-/// contiguous. Under KvScales::None there are no tensors and every scale is 1. An MLA case's
-/// tensor scale is mla_fp8_scale (K's and V's: the latent cache has one).
+/// slot [num_blocks, block_size], contiguous. Under KvScales::None there are
+/// no tensors and every scale is 1. An MLA case's tensor scale is mla_fp8_scale (K's and V's:
+/// the latent cache has one).
 class KvScaleTensors {
  public:
   KvScaleTensors(const Case& c, int64_t num_blocks, uint64_t data_seed);

@@ -31,4 +31,12 @@ std::optional<uint8_t> stale_code8(Stale s, bool fnuz, bool is_value) {
 
 uint8_t padding_page_code8(bool fnuz) { return *stale_code8(Stale::Nan, fnuz, false); }
 
+std::optional<uint8_t> stale_code8(Stale s, KvCacheDType kv, bool is_value) {
+  if (kv != KvCacheDType::Int8) return stale_code8(s, kv == KvCacheDType::Fp8E4m3fnuz, is_value);
+  if (s == Stale::Random) return std::nullopt;
+  return uint8_t(0x80);  // -128: never written (provider.h KVH_DT_I8)
+}
+
+uint8_t padding_page_code8(KvCacheDType kv) { return *stale_code8(Stale::Nan, kv, false); }
+
 }  // namespace kvh

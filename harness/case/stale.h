@@ -36,4 +36,13 @@ std::optional<uint8_t> stale_code8(Stale s, bool fnuz, bool is_value);
 /// What the pages of out-of-range block ids hold in an fp8 cache: its NaN.
 uint8_t padding_page_code8(bool fnuz);
 
+/// The byte every unwritten slot of a one-byte cache (fp8 or int8) holds under `s`; nullopt
+/// for Stale::Random. fp8: stale_code8(s, fnuz, is_value). int8 has neither NaN nor Inf:
+/// Stale::Nan and Stale::Inf are both 0x80 = -128, the code no writer ever writes
+/// (provider.h KVH_DT_I8 saturates at +-127), so a reader that lets a stale int8 slot in
+/// reads -128 * scale, a value no correct cache holds, and fails the comparison.
+std::optional<uint8_t> stale_code8(Stale s, KvCacheDType kv, bool is_value);
+/// What the pages of out-of-range block ids hold in a one-byte cache: stale_code8(Stale::Nan, kv).
+uint8_t padding_page_code8(KvCacheDType kv);
+
 }  // namespace kvh

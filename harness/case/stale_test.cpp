@@ -155,6 +155,40 @@ TEST(Stale, Fp8CachesHoldTheirFormatsNanAndCorrectReadersPass) {
   }
 }
 
+// int8 caches (issue 22): no NaN or Inf, so every stale pattern is -128, the code no writer
+// writes; the random old codes never are -128; device and host fills agree; the correct readers pass.
+TEST(Stale, Int8CachesHoldMinus128AndCorrectReadersPass) {
+  const KvCacheDType kv = KvCacheDType::Int8;
+  EXPECT_FALSE(stale_code8(Stale::Random, kv, false));
+  for (Stale st : {Stale::Nan, Stale::Inf})
+    for (bool v : {false, true}) EXPECT_EQ(*stale_code8(st, kv, v), 0x80);
+  EXPECT_EQ(padding_page_code8(kv), 0x80);
+  const CacheLayout L = *make_cache_layout(CacheFormat::Shuffle, Scheme::Padded, {4, 16, 2, 64, 16, 1}).layout;
+  DeviceArena dev(L.storage_elems, 512, 1);
+  dev.fill_cache(L, DType::BF16, 42, Stale::Nan, kv);
+  const GuardedArena got = dev.download();
+  ASSERT_TRUE(host_fill_cache(L, DType::BF16, 42, 512, Stale::Nan, kv).bytes() == got.bytes());
+  for_each_offset(L.key, [&](int64_t off) { ASSERT_EQ(got.storage()[off], 0x80); });
+  dev.fill_cache(L, DType::BF16, 42, Stale::Random, kv);
+  const GuardedArena old = dev.download();
+  ASSERT_TRUE(host_fill_cache(L, DType::BF16, 42, 512, Stale::Random, kv).bytes() == old.bytes());
+  int64_t distinct = 0;
+  for_each_offset(L.value, [&](int64_t off) {
+    ASSERT_NE(old.storage()[off], 0x80);
+    distinct += old.storage()[off] != old.storage()[L.value.offset];
+  });
+  EXPECT_GT(distinct, 0);
+  const Registry reg;
+  for (const char* reader : {"paged_attention_v1", "paged_attention_rocm"})
+    for (int64_t pad : {int64_t(-1), int64_t(3)}) {
+      Case c = decode(reader, Stale::Nan, pad);
+      c.kv_cache_dtype = kv;
+      c.kv_scales = KvScales::Slot;
+      const CaseResult r = run_decode_case(c, reg, {});
+      EXPECT_EQ(r.v.status, Status::Pass) << c.id() << ": " << r.v.detail;
+    }
+}
+
 // fixture_mask_by_zero: right on finite stale slots, nan_or_inf once they hold NaN or Inf (NaN * 0, Inf * 0).
 TEST(Stale, MaskingByZeroLetsNanAndInfThrough) {
   const Registry reg;

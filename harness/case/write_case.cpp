@@ -133,7 +133,7 @@ void prepare(WriteCase& d) {
     const std::optional<device::Fp8WriteScales> fp8 =
         c.fp8_cache() ? std::optional(d.scales->write_scales(c)) : std::nullopt;
     reference_write_mla_into(*d.expected, L, q.buf.get(), q.views, slots, c.batch_size, fp8 ? &*fp8 : nullptr);
-  } else if (c.fp8_cache())
+  } else if (c.quantized_cache())  // fp8 or int8 codes (write_scales says which)
     reference_write_fp8_into(*d.expected, L, q.buf.get(), q.views.k, q.views.v, slots, c.batch_size,
                              d.scales->write_scales(c));
   else

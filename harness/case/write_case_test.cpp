@@ -8,6 +8,7 @@
 #include "device/device.h"
 
 extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count);
+extern "C" const kvh_kernel_desc* kvh_planted_int8(int32_t* count);
 
 namespace kvh {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 Registry registry_with_planted() {
   Registry r;
   r.add_provider(kvh_planted_writers, "planted");
+  r.add_provider(kvh_planted_int8, "planted");
   return r;
 }
 
@@ -67,6 +69,43 @@ TEST(WriteCase, Fp8WritersMatchTheReferenceCodecOnEveryLayoutAndGranularity) {
           EXPECT_EQ(r.v.status, packed_only_flash ? Status::Unsupported : Status::Pass)
               << c.id() << ": " << r.v.reason << " " << r.v.detail;
         }
+}
+
+// int8 caches (issue 22): every stride-aware writer stores the reference codec's codes
+// (RNE, +-127) byte for byte at every granularity, SLOT included, on every layout its format has.
+TEST(WriteCase, Int8WritersMatchTheReferenceCodecOnEveryLayoutAndGranularity) {
+  Registry reg;
+  for (const char* w : {"reshape_and_cache_flash", "reshape_and_cache", "reshape_and_cache_shuffle"})
+    for (Scheme s : kLayouts)
+      for (KvScales g : {KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token, KvScales::Slot}) {
+        Case c = write_case(w, s, 128, 40, 32);
+        c.dtype = g == KvScales::Head || g == KvScales::Slot ? DType::F16 : DType::BF16;
+        c.kv_cache_dtype = KvCacheDType::Int8;
+        c.kv_scales = g;
+        CaseResult r = run_write_case(c, reg);
+        const bool packed_only_flash = s == Scheme::Packed && std::string(w) != "reshape_and_cache_flash";
+        EXPECT_EQ(r.v.status, packed_only_flash ? Status::Unsupported : Status::Pass)
+            << c.id() << ": " << r.v.reason << " " << r.v.detail;
+      }
+}
+
+// planted_int8_scales_heads_swapped: a code mismatch at the per-kv-head granularities with
+// two kv heads; right at TENSOR and SLOT (one scale for every head) and with one kv head.
+TEST(WriteCase, PlantedInt8HeadsSwappedIsCaughtWherePerHeadScalesDiffer) {
+  Registry reg = registry_with_planted();
+  for (KvScales g : {KvScales::Tensor, KvScales::Head, KvScales::Block, KvScales::Token, KvScales::Slot}) {
+    Case c = write_case("planted_int8_scales_heads_swapped", Scheme::Interleaved);
+    c.dtype = DType::BF16;
+    c.kv_cache_dtype = KvCacheDType::Int8;
+    c.kv_scales = g;
+    CaseResult r = run_write_case(c, reg);
+    const bool per_head = g == KvScales::Head || g == KvScales::Block || g == KvScales::Token;
+    EXPECT_EQ(r.v.status, per_head ? Status::Fail : Status::Pass) << c.id() << ": " << r.v.detail;
+    if (per_head) EXPECT_EQ(r.v.reason, "mismatch") << c.id() << ": " << r.v.detail;
+    c.num_kv_heads = 1;
+    c.num_heads = 2;
+    EXPECT_EQ(run_write_case(c, reg).v.status, Status::Pass) << c.id();
+  }
 }
 
 // Each planted fp8 writer bug is a byte mismatch the writer check names; the planted writer is

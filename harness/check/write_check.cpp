@@ -28,6 +28,7 @@ Verdict check_write(const CacheLayout& L, DType dtype, const ArenaBytes& before,
       kv == KvCacheDType::Fp8E4m3fnuz ? reference::Fp8Format::E4M3FNUZ : reference::Fp8Format::E4M3FN;
   auto elem = [&](const ArenaBytes& g, int64_t el) -> uint16_t { return eb == 1 ? g.storage()[el] : g.elem16(el); };
   auto decode = [&](uint16_t bits) {
+    if (kv == KvCacheDType::Int8) return double(int8_t(uint8_t(bits)));  // the code (scales apart): int8 compares code by code
     return kv == KvCacheDType::Same ? decode16(dtype, bits) : reference::fp8_decode(uint8_t(bits), f8);
   };
   const int64_t margin_elems = actual.margin / eb;

@@ -17,9 +17,9 @@ namespace kvh {
 ///   out_of_view_write  a byte no view owns changed (first offset and whose memory),
 ///   mismatch           an owned element holds a wrong value (worst element named),
 ///   unwritten_output   an element that should have changed kept its value from `before`,
-/// in that order of precedence; detail counts all three. An fp8 cache (kv,
+/// in that order of precedence; detail counts all three. An fp8 or int8 cache (kv,
 /// L.geo.elem_bytes 1) is compared code by code; values are named as the
-/// codes decode (reference/fp8.h), before any scale. The arenas are views
+/// codes decode (reference/fp8.h; int8: the signed code), before any scale. The arenas are views
 /// (a GuardedArena, or device memory the host reads in place).
 Verdict check_write(const CacheLayout& L, DType dtype, const ArenaBytes& before, const ArenaBytes& expected,
                     const ArenaBytes& actual, KvCacheDType kv = KvCacheDType::Same);

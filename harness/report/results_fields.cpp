@@ -111,7 +111,8 @@ void read_kv_cache_dtype(const FieldIn& f, CaseResult& cr) {  // after dtype
   const std::string kv = f.str();
   if (kv == to_string(KvCacheDType::Fp8E4m3fn)) cr.c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;
   else if (kv == to_string(KvCacheDType::Fp8E4m3fnuz)) cr.c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
-  else if (kv != to_string(cr.c.dtype)) f.bad(fmt::format("'{}' is neither the dtype nor an fp8 format", kv));
+  else if (kv == to_string(KvCacheDType::Int8)) cr.c.kv_cache_dtype = KvCacheDType::Int8;
+  else if (kv != to_string(cr.c.dtype)) f.bad(fmt::format("'{}' is neither the dtype, an fp8 format nor int8", kv));
 }
 
 void read_verdict(const FieldIn& f, CaseResult& cr) {
@@ -210,10 +211,10 @@ std::vector<ResultsField> make_results_fields() {
        },
        "the K/V dtype: fp16 | bf16"},
       {"kv_cache_dtype", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.kv_cache_dtype_name(); },
-       read_kv_cache_dtype, "the cache's element type: fp16 | bf16 (the dtype) | fp8_e4m3fn | fp8_e4m3fnuz"},
+       read_kv_cache_dtype, "the cache's element type: fp16 | bf16 (the dtype) | fp8_e4m3fn | fp8_e4m3fnuz | int8"},
       {"kv_scales", kCase, kNotNull, kOptional, [](R r) -> json { return to_string(r.c.kv_scales); },
-       [](In f, Out o) { o.c.kv_scales = parsed(f, parse_kv_scales, "not none, tensor, head, block or token"); },
-       "fp8 dequant scales' granularity: none | tensor | head | block | token"},
+       [](In f, Out o) { o.c.kv_scales = parsed(f, parse_kv_scales, "not none, tensor, head, block, token or slot"); },
+       "fp8/int8 dequant scales' granularity: none | tensor | head | block | token | slot"},
       {"kv_lora_rank", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.kv_lora_rank; },
        [](In f, Out o) { o.c.kv_lora_rank = f.num<int64_t>(); }, "MLA: the latent cache's latent part; 0 = not MLA"},
       {"qk_rope_head_dim", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.qk_rope_head_dim; },

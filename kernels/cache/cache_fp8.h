@@ -5,6 +5,7 @@
 // on every backend (host SIMT, CUDA, HIP). reference/fp8.h is the independent
 // codec the harness checks these against (kernels/cache/cache_fp8_test.cpp).
 #pragma once
+#include <math.h>
 #include <stdint.h>
 
 #include "kvh_runtime.h"
@@ -48,6 +49,14 @@ KVH_HD inline uint8_t float_to_fp8(float f, bool fnuz) {
   return uint8_t(sign | code);
 }
 
+/// int8 code of q = value / scale (provider.h KVH_DT_I8): round half to even
+/// (rintf in the default rounding mode, as vLLM's float_to_int8_rn's
+/// nearbyint), saturating at +-127 (never -128); NaN gives 0.
+KVH_HD inline int8_t float_to_int8_sat(float q) {
+  if (q != q) return 0;
+  return int8_t(rintf(fminf(fmaxf(q, -127.f), 127.f)));
+}
+
 /// One f32 scale tensor (k_scales or v_scales): data and up to 3 strides (elements).
 struct ScaleView {
   const float* data;
@@ -62,7 +71,8 @@ struct KvScales {
 
 /// Scale of (physical block, kv head, token-in-block) of view `v` under
 /// `granularity` (provider.h: TENSOR [1], HEAD [num_kv_heads], BLOCK
-/// [num_blocks, num_kv_heads], TOKEN [num_blocks, num_kv_heads, block_size]);
+/// [num_blocks, num_kv_heads], TOKEN [num_blocks, num_kv_heads, block_size],
+/// SLOT [num_blocks, block_size]);
 /// `none` when the granularity is NONE.
 KVH_HD inline float scale_at(int32_t granularity, const ScaleView& v, float none, int64_t block, int64_t kv_head,
                              int64_t tok) {
@@ -71,6 +81,7 @@ KVH_HD inline float scale_at(int32_t granularity, const ScaleView& v, float none
     case KVH_SCALES_HEAD: return v.data[kv_head * v.s[0]];
     case KVH_SCALES_BLOCK: return v.data[block * v.s[0] + kv_head * v.s[1]];
     case KVH_SCALES_TOKEN: return v.data[block * v.s[0] + kv_head * v.s[1] + tok * v.s[2]];
+    case KVH_SCALES_SLOT: return v.data[block * v.s[0] + tok * v.s[1]];
     default: return none;
   }
 }
@@ -92,11 +103,14 @@ inline bool scale_tensor_ok(int32_t granularity, const kvh_tensor& t, int64_t nu
     case KVH_SCALES_BLOCK: return t.ndim == 2 && t.shape[0] == num_blocks && t.shape[1] == num_kv_heads;
     case KVH_SCALES_TOKEN:
       return t.ndim == 3 && t.shape[0] == num_blocks && t.shape[1] == num_kv_heads && t.shape[2] == block_size;
+    case KVH_SCALES_SLOT: return t.ndim == 2 && t.shape[0] == num_blocks && t.shape[1] == block_size;
     default: return false;
   }
 }
 
 inline bool is_fp8(int32_t dtype) { return dtype == KVH_DT_FP8_E4M3FN || dtype == KVH_DT_FP8_E4M3FNUZ; }
+/// One-byte codes with dequant scales: fp8 or int8 (x = 16, kv_scales apply).
+inline bool is_quantized(int32_t dtype) { return is_fp8(dtype) || dtype == KVH_DT_I8; }
 
 /// Cache-element policies. Storage: the cache's element type; kX = 16 bytes /
 /// sizeof(Storage) (DESIGN.md); load: the dequantized value before the
@@ -112,6 +126,14 @@ template <bool kFnuz> struct CacheFp8 {
   static constexpr int kX = 16;
   static constexpr bool kQuantized = true;
   static KVH_HD float load(const Storage* p, int64_t i) { return fp8_to_float(p[i], kFnuz); }
+};
+
+/// int8 caches (provider.h KVH_DT_I8): the code's value; the scale applies after.
+struct CacheInt8 {
+  using Storage = uint8_t;
+  static constexpr int kX = 16;
+  static constexpr bool kQuantized = true;
+  static KVH_HD float load(const Storage* p, int64_t i) { return float(int8_t(p[i])); }
 };
 
 /// The k_scales/v_scales of reader or writer args, when the struct has them (ABI 0.3 fields).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../reference/fp8.h"
+#include "../reference/int8.h"
 
 namespace kvh::kernels {
 namespace {
@@ -69,6 +70,28 @@ TEST(Fp8Kernel, ScaleLookupFollowsTheGranularity) {
   EXPECT_EQ(scale_at(KVH_SCALES_HEAD, head, -1.f, 2, 1, 3), t[3]);
   EXPECT_EQ(scale_at(KVH_SCALES_TENSOR, head, -1.f, 2, 1, 3), t[0]);
   EXPECT_EQ(scale_at(KVH_SCALES_NONE, head, -1.f, 2, 1, 3), -1.f);
+  // SLOT [num_blocks, block_size]: the kv head does not move it.
+  const ScaleView slot{t.data(), {5, 1, 0}};
+  EXPECT_EQ(scale_at(KVH_SCALES_SLOT, slot, -1.f, 2, 1, 3), t[2 * 5 + 3]);
+  EXPECT_EQ(scale_at(KVH_SCALES_SLOT, slot, -1.f, 2, 0, 3), t[2 * 5 + 3]);
+}
+
+// The kernels' int8 encoder (float_to_int8_sat) against reference/int8.h: every
+// quarter and every tie in and beyond [-127, 127], the neighbours of each tie, Inf, NaN.
+TEST(Int8Kernel, EncodesAsTheReference) {
+  std::vector<float> qs = {INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 0.f, -0.f};
+  for (float q = -200.f; q <= 200.f; q += 0.25f) {
+    qs.push_back(q);
+    qs.push_back(std::nextafter(q, 1000.f));
+    qs.push_back(std::nextafter(q, -1000.f));
+  }
+  for (float q : qs) {
+    EXPECT_EQ(float_to_int8_sat(q), reference::int8_round_clamp(q)) << "q = " << q;
+    EXPECT_NE(float_to_int8_sat(q), -128) << "q = " << q;
+  }
+  EXPECT_EQ(float_to_int8_sat(2.5f), 2);
+  EXPECT_EQ(float_to_int8_sat(-3.5f), -4);
+  EXPECT_EQ(CacheInt8::load(std::vector<uint8_t>{0x81}.data(), 0), -127.f);
 }
 
 }  // namespace

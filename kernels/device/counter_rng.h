@@ -146,6 +146,14 @@ KVH_HOST_DEVICE inline uint8_t fp8_old_code(uint64_t key, uint64_t i, bool fnuz)
   return c;
 }
 
+/// Element `i` of an old-token stream of an int8 cache: a uniformly random
+/// byte, 0x80 (-128, the code no writer writes; the stale marker) replaced by 0x81.
+KVH_HOST_DEVICE inline uint8_t int8_old_code(uint64_t key, uint64_t i) {
+  uint8_t c = uint8_t(at(key, i >> 3) >> ((i & 7u) * 8u));
+  if (c == 0x80u) c = 0x81u;
+  return c;
+}
+
 /// The streams of one case (stream_key's second argument).
 enum Stream : uint64_t {
   kKeys = 1,        // K of every context token, logical [num_tokens, num_kv_heads, head_size]

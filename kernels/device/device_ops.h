@@ -49,9 +49,12 @@ void fill_view16_const(void* base, const View16& v, uint16_t bits);
 void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
                      const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
                      int64_t block_size);
+/// fill_view8's `mode` for an int8 cache (0: e4m3fn, 1: e4m3fnuz).
+constexpr int kCode8Int8 = 2;
 /// base8[v(i)] = rng::fp8_old_code(key, i, fnuz) for every logical index i of
-/// `v` (a view of 1-byte elements): the old tokens of an fp8 cache.
-void fill_view8(void* base, const View16& v, bool fnuz, uint64_t key);
+/// `v` (a view of 1-byte elements): the old tokens of an fp8 cache; mode
+/// kCode8Int8: rng::int8_old_code(key, i), an int8 cache's.
+void fill_view8(void* base, const View16& v, int mode, uint64_t key);
 /// base8[v(i)] = code for every element of `v` (1-byte elements): an fp8 cache's stale pattern.
 void fill_view8_const(void* base, const View16& v, uint8_t code);
 
@@ -61,6 +64,7 @@ void fill_view8_const(void* base, const View16& v, uint8_t code);
 /// shapes per provider.h; null under NONE, where the scale is 1).
 struct Fp8WriteScales {
   int32_t fnuz = 0, bf16_input = 0, granularity = 0;
+  int32_t int8 = 0;  // 1: an int8 cache (reference/int8.h int8_encode) instead of fp8
   const float* k = nullptr;
   const float* v = nullptr;
   int64_t ks[3] = {}, vs[3] = {};
@@ -68,7 +72,8 @@ struct Fp8WriteScales {
 /// The reference writer into an fp8 cache (1-byte elements at `storage`):
 /// as reference_write, but each element becomes
 /// reference::fp8_encode(float(value) / scale) (reference/fp8.h: round to
-/// nearest even, saturating), the division in float32 as provider.h states.
+/// nearest even, saturating), the division in float32 as provider.h states;
+/// with scales.int8, reference::int8_encode (reference/int8.h: RNE, +-127).
 void reference_write_fp8(void* storage, const CacheMap& k_cache, const CacheMap& v_cache, const void* src,
                          const View16& key, const View16& value, const int64_t* slot_mapping, int64_t num_tokens,
                          int64_t block_size, const Fp8WriteScales& scales);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../reference/fp8.h"
+#include "../reference/int8.h"
 #include "device/counter_rng.h"
 #include "device/device.h"
 #include "device/guard_pattern.h"
@@ -152,7 +153,7 @@ KVH_DECLARE_BARRIER_FREE(reference_write_kernel);
 
 // One work item per element (fp8 caches are filled far less often than 16-bit ones).
 // code >= 0: every element gets that byte (stale patterns); else the old-token stream.
-__global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int fnuz, uint64_t key, int code) {
+__global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int mode, uint64_t key, int code) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t r = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < items; r += stride) {
     int64_t off = v.offset, rest = int64_t(r);
@@ -160,7 +161,9 @@ __global__ void fill_view8_kernel(uint8_t* base, View16 v, uint64_t items, int f
       off += (rest % v.shape[d]) * v.stride[d];
       rest /= v.shape[d];
     }
-    base[off] = code >= 0 ? uint8_t(code) : rng::fp8_old_code(key, r, fnuz != 0);
+    base[off] = code >= 0           ? uint8_t(code)
+                : mode == kCode8Int8 ? rng::int8_old_code(key, r)
+                                     : rng::fp8_old_code(key, r, mode != 0);
   }
 }
 KVH_DECLARE_BARRIER_FREE(fill_view8_kernel);
@@ -172,6 +175,7 @@ __device__ inline float fp8_write_scale(int32_t g, const float* p, const int64_t
   if (g == 2) return p[h * s[0]];                         // head [num_kv_heads]
   if (g == 3) return p[b * s[0] + h * s[1]];              // block [num_blocks, num_kv_heads]
   if (g == 4) return p[b * s[0] + h * s[1] + t * s[2]];   // token [num_blocks, num_kv_heads, block_size]
+  if (g == 5) return p[b * s[0] + t * s[1]];              // slot [num_blocks, block_size]
   return 1.f;                                             // none
 }
 
@@ -193,6 +197,11 @@ __global__ void reference_write_fp8_kernel(uint8_t* storage, CacheMap km, CacheM
     const float vf = sc.bf16_input ? to_float(bf16_t{vb}) : to_float(fp16_t{vb});
     const float ks = fp8_write_scale(sc.granularity, sc.k, sc.ks, blk, h, tok);
     const float vs = fp8_write_scale(sc.granularity, sc.v, sc.vs, blk, h, tok);
+    if (sc.int8) {
+      storage[map_offset(km, blk, h, tok, d)] = uint8_t(reference::int8_encode(kf, ks));
+      storage[map_offset(vm, blk, h, tok, d)] = uint8_t(reference::int8_encode(vf, vs));
+      continue;
+    }
     storage[map_offset(km, blk, h, tok, d)] = reference::fp8_encode(double(kf / ks), f);
     storage[map_offset(vm, blk, h, tok, d)] = reference::fp8_encode(double(vf / vs), f);
   }
@@ -360,12 +369,12 @@ void reference_write(void* storage, const CacheMap& k_cache, const CacheMap& v_c
   check_launch("reference_write");
 }
 
-void fill_view8(void* base, const View16& view, bool fnuz, uint64_t key) {
+void fill_view8(void* base, const View16& view, int mode, uint64_t key) {
   if (view.ndim < 1 || view.ndim > 6) throw std::invalid_argument("fill_view8: a view of 1 to 6 dims");
   const int64_t n = view.numel();
   if (n == 0) return;
   hipLaunchKernelGGL(fill_view8_kernel, dim3(blocks_for(uint64_t(n))), dim3(kThreads), 0, 0, static_cast<uint8_t*>(base),
-                     view, uint64_t(n), int(fnuz), key, -1);
+                     view, uint64_t(n), mode, key, -1);
   check_launch("fill_view8");
 }
 

@@ -141,7 +141,7 @@ inline AttentionParams make_attention_params(const kvh_attention_args& a, int fo
   p.head_size = int32_t(a.query.shape[2]);
   p.max_context_len = a.max_context_len;
   p.scale = a.scale;
-  const bool fp8 = is_fp8(a.key_cache.dtype);
+  const bool fp8 = is_quantized(a.key_cache.dtype);  // fp8 or int8
   p.sc = kv_scales_of(a);
   if (!fp8) p.sc.granularity = KVH_SCALES_NONE;
   p.k_scale = fp8 ? a.k_scale : 1.f;
@@ -175,7 +175,7 @@ inline hipError_t check_attention_args(const kvh_attention_args& a, int format, 
   if (q.ndim != 3 || o.ndim != 3 || kc.ndim != (x_split ? 5 : 4) || bt.ndim != 2 || cl.ndim != 1)
     return hipErrorInvalidValue;
   if (q.dtype != KVH_DT_F16 && q.dtype != KVH_DT_BF16) return hipErrorInvalidValue;
-  const bool fp8 = is_fp8(kc.dtype);
+  const bool fp8 = is_quantized(kc.dtype);  // fp8 or int8: one byte, scales apply
   if (o.dtype != q.dtype || vc.dtype != kc.dtype || (!fp8 && kc.dtype != q.dtype)) return hipErrorInvalidValue;
   if (bt.dtype != KVH_DT_I32 || cl.dtype != KVH_DT_I32) return hipErrorInvalidValue;
   for (int i = 0; i < 3; ++i)
@@ -303,7 +303,7 @@ inline AttentionParams make_ragged_attention_params(const kvh_attention_args& a,
 }
 
 /// Calls fn(T{}, C{}) with the query's element type T (fp16_t / bf16_t) and
-/// the cache-element policy C of a's caches (cache_fp8.h: Cache16<T>, CacheFp8<fnuz>).
+/// the cache-element policy C of a's caches (cache_fp8.h: Cache16<T>, CacheFp8<fnuz>, CacheInt8).
 /// kFnuzAsFnuz false decodes an e4m3fnuz cache as e4m3fn (the fixture's bug).
 /// Call after check_attention_args.
 template <bool kFnuzAsFnuz = true, class Fn> int with_reader_types(const kvh_attention_args& a, Fn&& fn) {
@@ -312,6 +312,7 @@ template <bool kFnuzAsFnuz = true, class Fn> int with_reader_types(const kvh_att
     case KVH_DT_FP8_E4M3FN: return f16 ? fn(fp16_t{}, CacheFp8<false>{}) : fn(bf16_t{}, CacheFp8<false>{});
     case KVH_DT_FP8_E4M3FNUZ:
       return f16 ? fn(fp16_t{}, CacheFp8<kFnuzAsFnuz>{}) : fn(bf16_t{}, CacheFp8<kFnuzAsFnuz>{});
+    case KVH_DT_I8: return f16 ? fn(fp16_t{}, CacheInt8{}) : fn(bf16_t{}, CacheInt8{});
     default: return f16 ? fn(fp16_t{}, Cache16<fp16_t>{}) : fn(bf16_t{}, Cache16<bf16_t>{});
   }
 }

@@ -18,6 +18,7 @@ extern "C" int kvh_paged_attention_nhd_manager_pages(const kvh_attention_args*, 
 extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
 extern "C" int kvh_pa_fwd_asm(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_fp8_fnuz_read_as_fn(const kvh_attention_args*, void*);
+extern "C" int kvh_fixture_int8_scales_per_sequence(const kvh_attention_args*, void*);  // issue 22 (int8)
 extern "C" int kvh_fixture_sink_per_partition(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_alibi_rank_slopes(const kvh_attention_args*, void*);
 extern "C" int kvh_fixture_mask_by_zero(const kvh_attention_args*, void*);
@@ -37,11 +38,11 @@ namespace {
 using namespace kvh::kernels;
 
 // Every built-in writer quantizes and every built-in reader dequantizes fp8
-// caches at every scale granularity (cache_fp8.h).
+// and int8 caches at every scale granularity (cache_fp8.h; int8 and SLOT: issue 22).
 constexpr uint32_t kAllCacheDtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN) |
-                                     (1u << KVH_DT_FP8_E4M3FNUZ);
+                                     (1u << KVH_DT_FP8_E4M3FNUZ) | (1u << KVH_DT_I8);
 constexpr uint32_t kAllScales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
-                                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
+                                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN) | (1u << KVH_SCALES_SLOT);
 kvh_capabilities fp8_caps() {
   kvh_capabilities c{};
   c.cache_dtypes = kAllCacheDtypes;
@@ -222,6 +223,12 @@ const kvh_kernel_desc kBuiltins[] = {
         "fixture_mla_fp8_writer_no_clamp",
         "REGRESSION FIXTURE: MLA fp8 writer without saturation (values past the format's max become NaN)",
         KVH_CACHE_MLA, 1, &kMlaWriterCaps),
+    // ---- issue 22, int8 KV caches (part A) ----
+    reader_desc<kvh_fixture_int8_scales_per_sequence>(
+        "fixture_int8_scales_per_sequence",
+        "REGRESSION FIXTURE: paged_attention_rocm that looks per-token (TOKEN, SLOT) scales up by the sequence's "
+        "index instead of the token's physical block",
+        KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
 };
 
 }  // namespace

@@ -459,6 +459,7 @@ const char* dtype_name(int dtype) {
     case KVH_DT_I32: return "i32";
     case KVH_DT_FP8_E4M3FN: return "fp8_e4m3fn";
     case KVH_DT_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+    case KVH_DT_I8: return "int8";
   }
   return "?";
 }
@@ -470,6 +471,7 @@ const char* scales_name(int granularity) {
     case KVH_SCALES_HEAD: return "head";
     case KVH_SCALES_BLOCK: return "block";
     case KVH_SCALES_TOKEN: return "token";
+    case KVH_SCALES_SLOT: return "slot";
   }
   return "?";
 }

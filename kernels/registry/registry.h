@@ -236,7 +236,7 @@ std::string find_python_bridge();
 
 /// Name of a cache format as used in case files and reports: flash (NHD), pa_v1, shuffle, hnd.
 const char* cache_format_name(int format);
-/// Name of a dtype as in case files: fp16, bf16, i64, f32, i32, fp8_e4m3fn, fp8_e4m3fnuz.
+/// Name of a dtype as in case files: fp16, bf16, i64, f32, i32, fp8_e4m3fn, fp8_e4m3fnuz, int8.
 const char* dtype_name(int dtype);
 /// Name of a kvh_scale_granularity as in case files: none, tensor, head, block, token.
 const char* scales_name(int granularity);

@@ -26,6 +26,7 @@ extern "C" const kvh_kernel_desc* kvh_planted_asm_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_wide_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_unified_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_mla_writers(int32_t* count);  // issue 22 (MLA writer)
+extern "C" const kvh_kernel_desc* kvh_planted_int8(int32_t* count);  // issue 22 (int8)
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -103,6 +104,8 @@ const Mutant kMutants[] = {
     {"router", "aiter-b4885d2", "planted_router_one_cu", ""},
     {"router", "aiter-b4885d2", "planted_router_dtype_first", ""},
     {"router", "aiter-b4885d2", "planted_router_seqs_only", ""},
+    // ---- issue 22, int8 KV caches (part A) ----
+    {"kernel", "reshape_and_cache_flash", "planted_int8_scales_heads_swapped", "writer=reshape_and_cache_flash"},
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -136,6 +139,7 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_wide_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_unified_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_mla_writers, "planted");  // issue 22 (MLA writer)
+  kvh::register_builtin_extension(kvh_planted_int8, "planted");  // issue 22 (int8)
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;

@@ -1,8 +1,8 @@
 // reshape_and_cache: writes K into the x-split cache
 // [num_blocks, num_kv_heads, head_size/x, block_size, x] and V into the pa_v1
 // cache [num_blocks, num_kv_heads, head_size, block_size] (vLLM / aiter
-// semantics, shuffle=0). x = 8 for the 16-bit caches, 16 for fp8 (quantized per
-// writer_common.h QuantizeFp8). Cache addresses come from the views' strides
+// semantics, shuffle=0). x = 8 for the 16-bit caches, 16 for fp8 and int8 (quantized per
+// writer_common.h QuantizeFp8 / QuantizeInt8). Cache addresses come from the views' strides
 // through PaV1CacheAddr (cache/cache_addressing.h); slots are int64; negative
 // slots are skipped. K moves one x-vector a thread (16-byte load and store
 // where the views allow); V, whose elements are block_size apart in this
@@ -42,6 +42,8 @@ KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_fn_f16, reshape_and_cache_k
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_fn_bf16, reshape_and_cache_kernel<QuantizeFp8<bf16_t, false>>);
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_fnuz_f16, reshape_and_cache_kernel<QuantizeFp8<fp16_t, true>>);
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_fnuz_bf16, reshape_and_cache_kernel<QuantizeFp8<bf16_t, true>>);
+KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_i8_f16, reshape_and_cache_kernel<QuantizeInt8<fp16_t>>);
+KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_kernel_i8_bf16, reshape_and_cache_kernel<QuantizeInt8<bf16_t>>);
 
 }  // namespace
 }  // namespace kvh::kernels

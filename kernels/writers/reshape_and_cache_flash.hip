@@ -57,6 +57,8 @@ KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_fn_f16, reshape_and_c
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_fn_bf16, reshape_and_cache_flash_kernel<QuantizeFp8<bf16_t, false>>);
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_fnuz_f16, reshape_and_cache_flash_kernel<QuantizeFp8<fp16_t, true>>);
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_fnuz_bf16, reshape_and_cache_flash_kernel<QuantizeFp8<bf16_t, true>>);
+KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_i8_f16, reshape_and_cache_flash_kernel<QuantizeInt8<fp16_t>>);
+KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_flash_kernel_i8_bf16, reshape_and_cache_flash_kernel<QuantizeInt8<bf16_t>>);
 
 }  // namespace
 }  // namespace kvh::kernels

@@ -42,6 +42,8 @@ KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_shuffle_kernel_fn_f16, reshape_and
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_shuffle_kernel_fn_bf16, reshape_and_cache_shuffle_kernel<QuantizeFp8<bf16_t, false>>);
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_shuffle_kernel_fnuz_f16, reshape_and_cache_shuffle_kernel<QuantizeFp8<fp16_t, true>>);
 KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_shuffle_kernel_fnuz_bf16, reshape_and_cache_shuffle_kernel<QuantizeFp8<bf16_t, true>>);
+KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_shuffle_kernel_i8_f16, reshape_and_cache_shuffle_kernel<QuantizeInt8<fp16_t>>);
+KVH_DECLARE_BARRIER_FREE_AS(reshape_and_cache_shuffle_kernel_i8_bf16, reshape_and_cache_shuffle_kernel<QuantizeInt8<bf16_t>>);
 
 }  // namespace
 }  // namespace kvh::kernels

@@ -69,7 +69,7 @@ inline hipError_t check_write_args(const kvh_write_args& a, kvh_cache_format for
     return hipErrorInvalidValue;
   if (k.dtype != a.value.dtype || a.key_cache.dtype != a.value_cache.dtype) return hipErrorInvalidValue;
   if (k.dtype != KVH_DT_F16 && k.dtype != KVH_DT_BF16) return hipErrorInvalidValue;
-  const bool fp8 = is_fp8(a.key_cache.dtype);
+  const bool fp8 = is_quantized(a.key_cache.dtype);  // fp8 or int8: one byte, scales apply
   if (!fp8 && a.key_cache.dtype != k.dtype) return hipErrorInvalidValue;
   if (a.slot_mapping.shape[0] != k.shape[0] || a.value.shape[0] != k.shape[0]) return hipErrorInvalidValue;
   const int64_t heads = k.shape[1], hd = k.shape[2], bs = a.block_size;
@@ -123,6 +123,14 @@ template <class T, bool kFnuz> struct QuantizeFp8 {
   static constexpr bool kQuantized = true;
   static KVH_HD Out store(uint16_t in, float scale) { return float_to_fp8(to_float(T{in}) / scale, kFnuz); }
 };
+/// QuantizeInt8<T>: int8 caches (provider.h KVH_DT_I8): the value over the scale in float32,
+/// rounded half to even and saturated at +-127 (cache_fp8.h float_to_int8_sat); the code's bits.
+template <class T> struct QuantizeInt8 {
+  using Out = uint8_t;
+  static constexpr int kX = 16;
+  static constexpr bool kQuantized = true;
+  static KVH_HD Out store(uint16_t in, float scale) { return uint8_t(float_to_int8_sat(to_float(T{in}) / scale)); }
+};
 
 /// Stores the 8 elements of c to p[0], p[stride], ...: Copy16 through
 /// store_chunk (16-byte store when `contiguous`), an fp8 policy element by element.
@@ -145,6 +153,7 @@ template <class Fn> int with_writer_policy(const kvh_write_args& a, Fn&& fn) {
     case KVH_DT_BF16: return fn(Copy16{});
     case KVH_DT_FP8_E4M3FN: return bf16 ? fn(QuantizeFp8<bf16_t, false>{}) : fn(QuantizeFp8<fp16_t, false>{});
     case KVH_DT_FP8_E4M3FNUZ: return bf16 ? fn(QuantizeFp8<bf16_t, true>{}) : fn(QuantizeFp8<fp16_t, true>{});
+    case KVH_DT_I8: return bf16 ? fn(QuantizeInt8<bf16_t>{}) : fn(QuantizeInt8<fp16_t>{});
     default: return hipErrorInvalidValue;
   }
 }

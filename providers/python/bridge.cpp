@@ -153,6 +153,7 @@ DLDataType dl_dtype(int32_t dt) {
     // dtype where torch has it.
     case KVH_DT_FP8_E4M3FN:
     case KVH_DT_FP8_E4M3FNUZ: return {kDLUInt, 8, 1};
+    case KVH_DT_I8: return {kDLInt, 8, 1};  // int8 caches (kvharness 0.6): torch.int8
   }
   throw std::invalid_argument("kvh_tensor with unknown dtype " + std::to_string(dt));
 }
@@ -164,12 +165,13 @@ const char* cache_dtype_name(int32_t dt) {
     case KVH_DT_BF16: return "bf16";
     case KVH_DT_FP8_E4M3FN: return "fp8_e4m3fn";
     case KVH_DT_FP8_E4M3FNUZ: return "fp8_e4m3fnuz";
+    case KVH_DT_I8: return "int8";
   }
   return "unknown";
 }
 const char* scales_name(int32_t g) {
-  static const char* const names[] = {"none", "tensor", "head", "block", "token"};
-  return g >= 0 && g <= 4 ? names[g] : "unknown";
+  static const char* const names[] = {"none", "tensor", "head", "block", "token", "slot"};
+  return g >= 0 && g <= 5 ? names[g] : "unknown";
 }
 
 /// A "dltensor" capsule viewing `t` in place (None for an absent tensor), of
@@ -208,12 +210,12 @@ py::object bytes_capsule(void* data, uint64_t bytes, const Bridge& b) {
 
 // ---- keyword arguments, named as in provider.h ----
 
-/// fp8 caches only (so that a 16-bit case calls a provider exactly as before,
+/// fp8 and int8 caches only (so that a 16-bit case calls a provider exactly as before,
 /// **kwargs forwarding included): kv_cache_dtype, kv_scales, k_scales, v_scales.
 /// `a` (null when the args predate the scale fields) has kv_scales/k_scales/v_scales.
 template <class Args>
 void add_fp8_kwargs(py::dict& kw, int32_t cache_dtype, const Args* a, const Bridge& b) {
-  if (cache_dtype != KVH_DT_FP8_E4M3FN && cache_dtype != KVH_DT_FP8_E4M3FNUZ) return;
+  if (cache_dtype != KVH_DT_FP8_E4M3FN && cache_dtype != KVH_DT_FP8_E4M3FNUZ && cache_dtype != KVH_DT_I8) return;
   kw["kv_cache_dtype"] = cache_dtype_name(cache_dtype);
   kw["kv_scales"] = scales_name(a ? a->kv_scales : KVH_SCALES_NONE);
   kw["k_scales"] = a ? capsule(a->k_scales, b) : py::none();

@@ -41,10 +41,10 @@ CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
 DTYPES = {"fp16": 1, "bf16": 2}
 #: KV-cache element type names -> kvh_dtype. An fp8 cache reaches the kernel as a
 #: uint8 tensor (a torch float8 view where torch has the dtype) with the keyword
-#: kv_cache_dtype naming the format.
-CACHE_DTYPES = {"fp16": 1, "bf16": 2, "fp8_e4m3fn": 6, "fp8_e4m3fnuz": 7}
-#: fp8 scale granularity names -> kvh_scale_granularity (k_scales/v_scales shapes in provider.h).
-KV_SCALES = {"none": 0, "tensor": 1, "head": 2, "block": 3, "token": 4}
+#: kv_cache_dtype naming the format; an int8 cache (kvharness 0.6) as a torch.int8 tensor.
+CACHE_DTYPES = {"fp16": 1, "bf16": 2, "fp8_e4m3fn": 6, "fp8_e4m3fnuz": 7, "int8": 8}
+#: fp8/int8 scale granularity names -> kvh_scale_granularity (k_scales/v_scales shapes in provider.h).
+KV_SCALES = {"none": 0, "tensor": 1, "head": 2, "block": 3, "token": 4, "slot": 5}
 #: Score modifiers a reader may declare (kvh_modifier bits of provider.h).
 MODIFIERS = {"sliding_window": 1, "sinks": 2, "softcap": 4, "alibi": 8, "non_causal": 16}
 #: The score modifiers proper (what a reader's sliding_window/softcap/head_offset/sinks/alibi_slopes serve).
