@@ -96,6 +96,8 @@ const Mutant kMutants[] = {
     {"router", "aiter-b4885d2", "planted_router_one_cu", ""},
     {"router", "aiter-b4885d2", "planted_router_dtype_first", ""},
     {"router", "aiter-b4885d2", "planted_router_seqs_only", ""},
+    // MLA routing (issue 22): the routed MLA slice of cases/default.toml kills it.
+    {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
