@@ -53,9 +53,12 @@ int mla_decode_workspaces(void* ctx, const kvh_attention_args* a, kvh_workspace_
 /// would exceed its limits. The bytes live in thread-local storage until the next call.
 int mla_decode_plan(void* ctx, const kvh_plan_args* a, kvh_plan* out);
 
+/// The reason of the last KVH_UNSUPPORTED of mla_decode_plan / mla_decode_workspaces (kvh_last_error_fn).
+const char* mla_decode_last_error(void* ctx);
+
 /// What mla_decode takes: fp16/bf16 query; fp16/bf16/fp8 e4m3fn/fnuz cache; kv_scales NONE
-/// or TENSOR; head_size (R + P) any multiple of 16 up to 1024; max_query_len kMlaMaxQueryLen;
-/// no score modifier (DeepSeek-class models use none).
+/// or TENSOR; head_size (R + P) any multiple of 8 up to 640, R < R + P; max_query_len
+/// kMlaMaxQueryLen, causal or not; no other score modifier (DeepSeek-class models use none).
 kvh_capabilities mla_decode_capabilities();
 
 }  // namespace kvh::kernels
