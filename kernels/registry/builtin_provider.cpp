@@ -1,6 +1,7 @@
 // The built-in kernels, offered through the same provider ABI (version 2) a
 // shared library uses (kvharness/provider.h).
 #include "registry/kernel_desc.h"
+#include "readers/mla_decode.h"
 
 extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args*, void*);
@@ -97,6 +98,27 @@ kvh_capabilities unified_caps() {
 const kvh_capabilities kUnifiedCaps = unified_caps();
 const kvh_workspaces_fn kSegments = workspaces_entry<kvh_unified_attention_workspaces>;
 const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
+
+// ---- issue 22 (C): the MLA reader mla_decode (kernels/readers/mla_decode.h) and its fixtures ----
+const int32_t kMlaHeadSizes[] = {576};  // kv_lora_rank 512 + qk_rope_head_dim 64 (every MLA preset)
+kvh_capabilities mla_caps() {
+  kvh_capabilities c = mla_decode_capabilities();
+  c.head_sizes = kMlaHeadSizes;
+  c.num_head_sizes = 1;
+  return c;
+}
+const kvh_capabilities kMlaCaps = mla_caps();
+/// A reader of the latent cache with planner `plan`, typed workspaces and launcher `attention`.
+kvh_kernel_desc mla_desc(const char* name, const char* description, int fixture, kvh_attention_fn attention,
+                         kvh_plan_fn plan) {
+  kvh_kernel_desc d = base_desc(name, description, KVH_ROLE_READER, KVH_CACHE_MLA, fixture, &kMlaCaps);
+  d.attention = attention;
+  d.workspaces = mla_decode_workspaces;
+  d.plan = plan;
+  d.last_error = mla_decode_last_error;
+  return d;
+}
+// ---- end issue 22 (C) ----
 
 const kvh_kernel_desc kBuiltins[] = {
     writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
@@ -199,6 +221,13 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: unified_attention_2d addressing query/out rows as s * max_query_len + j (a padded "
         "per-request stride on packed tensors: later requests write past out; exact on all-decode batches)",
         KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
+    // ---- issue 22 (C): MLA reader ----
+    mla_desc("mla_decode",
+             "absorbed MLA decode over the latent cache [num_blocks, block_size, R + P]: split-K from its planner "
+             "(num_splits, split_bounds, work), partials in typed workspaces, then a reduce; decode and multi-token "
+             "decode (MTP) up to 8 tokens, fp16/bf16 and fp8 per-tensor caches",
+             0, mla_decode_attention, mla_decode_plan),
+    // ---- end issue 22 (C) ----
 };
 
 }  // namespace
