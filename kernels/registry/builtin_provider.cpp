@@ -2,6 +2,7 @@
 // shared library uses (kvharness/provider.h).
 #include "registry/kernel_desc.h"
 #include "readers/mla_decode.h"
+#include "readers/mla_variants.h"  // issue 22 (D)
 
 extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args*, void*);
@@ -228,6 +229,10 @@ const kvh_kernel_desc kBuiltins[] = {
              "decode (MTP) up to 8 tokens, fp16/bf16 and fp8 per-tensor caches",
              0, mla_decode_attention, mla_decode_plan),
     // ---- end issue 22 (C) ----
+    // ---- issue 22 (D): the vllm-rocm-mla-* policies' routing targets (readers/mla_variants.h) ----
+    mla_asm_desc(),
+    mla_gluon_desc(),
+    // ---- end issue 22 (D) ----
 };
 
 }  // namespace
