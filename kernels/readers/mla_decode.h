@@ -57,8 +57,13 @@ int mla_decode_plan(void* ctx, const kvh_plan_args* a, kvh_plan* out);
 const char* mla_decode_last_error(void* ctx);
 
 /// What mla_decode takes: fp16/bf16 query; fp16/bf16/fp8 e4m3fn/fnuz cache; kv_scales NONE
-/// or TENSOR; head_size (R + P) any multiple of 8 up to 640, R < R + P; max_query_len
+/// or TENSOR; head_size (R + P) any multiple of 8 up to 640, R <= R + P; max_query_len
 /// kMlaMaxQueryLen, causal or not; no other score modifier (DeepSeek-class models use none).
 kvh_capabilities mla_decode_capabilities();
+
+/// Fixtures (kernels/fixtures/mla_decode_fixtures.hip): the reader with per-sequence metadata
+/// not expanded per query row, and the planner of another variant (head tile 32 at 128 heads).
+int fixture_mla_metadata_not_expanded(void* ctx, const kvh_attention_args* a, void* stream);
+int fixture_mla_plan_other_variant_plan(void* ctx, const kvh_plan_args* a, kvh_plan* out);
 
 }  // namespace kvh::kernels

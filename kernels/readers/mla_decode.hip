@@ -27,7 +27,7 @@ hipError_t mla_check_args(const kvh_attention_args& a, MlaParams* out) {
   const bool fp8 = is_fp8(kc.dtype);
   if (o.dtype != q.dtype || (!fp8 && kc.dtype != q.dtype)) return hipErrorInvalidValue;
   const int64_t rows = q.shape[0], H = q.shape[1], D = q.shape[2], R = o.shape[2], S = bt.shape[0];
-  if (o.shape[0] != rows || o.shape[1] != H || R < 1 || R >= D || D > kMlaMaxHeadSize || D % 8 != 0)
+  if (o.shape[0] != rows || o.shape[1] != H || R < 1 || R > D || D > kMlaMaxHeadSize || D % 8 != 0)
     return hipErrorInvalidValue;
   if (kc.shape[2] != D || kc.shape[1] != a.block_size || a.block_size < 1 || H < 1 || H > 65535 || S > 65535)
     return hipErrorInvalidValue;

@@ -228,6 +228,14 @@ const kvh_kernel_desc kBuiltins[] = {
              "(num_splits, split_bounds, work), partials in typed workspaces, then a reduce; decode and multi-token "
              "decode (MTP) up to 8 tokens, fp16/bf16 and fp8 per-tensor caches",
              0, mla_decode_attention, mla_decode_plan),
+    mla_desc("fixture_mla_metadata_not_expanded",
+             "REGRESSION FIXTURE: mla_decode using each sequence's metadata for every query row of a multi-token "
+             "decode without expanding it (every token sees all L keys: no causal prefix; exact for decode)",
+             1, fixture_mla_metadata_not_expanded, mla_decode_plan),
+    mla_desc("fixture_mla_plan_other_variant",
+             "REGRESSION FIXTURE: mla_decode paired with a plan built for another kernel variant (heads tiled by 32 "
+             "at 128 heads, the kernel serves 16 a work item: heads 16..31 of each tile unwritten; exact elsewhere)",
+             1, mla_decode_attention, fixture_mla_plan_other_variant_plan),
     // ---- end issue 22 (C) ----
     // ---- issue 22 (D): the vllm-rocm-mla-* policies' routing targets (readers/mla_variants.h) ----
     mla_asm_desc(),
