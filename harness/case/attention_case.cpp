@@ -135,6 +135,7 @@ bool plan_route(DecodeCase& d) {
     in.max_context_len = *std::max_element(d.s.context_lens.begin(), d.s.context_lens.end());
     in.causal = c.causal;
     in.target = target_compute_units_of(c.target) && c.target.rfind("cus=", 0) != 0 ? c.target : "";
+    in.kv_lora_rank = c.mla() ? c.kv_lora_rank : 0;  // issue 22 (D): the vllm-rocm-mla-* policies route MLA steps
     const routing::RouteDecision decision = routing::route(c.router_policy, in);
     d.reader = decision.reader;
     d.r.route_reason = decision.reason;
