@@ -47,7 +47,7 @@ TEST(RouteBoundaries, TheDecisionFlipsExactlyBetweenAtAndAbove) {
 TEST(UnifiedRouteBoundaries, PolicyNamesAgreeWithTheRouter) {
   std::vector<std::string> router_names;
   for (const auto& p : routing::policy_names())
-    if (p.rfind("vllm-", 0) == 0) router_names.push_back(p);
+    if (p.rfind("vllm-", 0) == 0 && p.rfind("vllm-rocm-mla-", 0) != 0) router_names.push_back(p);  // MLA: no batch threshold
   EXPECT_EQ(unified_policy_names(), router_names);
   for (const auto& a : unified_policy_names())
     for (const auto& b : unified_policy_names())
@@ -110,11 +110,14 @@ routing::RouteInput route_input(const Case& c, routing::CacheDtype dtype) {
     in.max_query_len = c.max_query_len();
     in.num_query_tokens = c.batch_size * c.max_query_len();
   }
+  // MLA steps (issue 22): the vllm-rocm-mla-* policies read kv_lora_rank and the cache dtype.
+  in.kv_lora_rank = c.mla() ? c.kv_lora_rank : 0;
+  if (c.mla() && c.fp8_cache()) in.cache_dtype = routing::CacheDtype::fp8;
   return in;
 }
 
 TEST(StatedRoutes, EveryRouterCaseOfTheCommittedSuitesStatesTheRouteItsPolicyGives) {
-  for (const char* file : {"default.toml", "seed-pr.toml", "ragged.toml"}) {
+  for (const char* file : {"default.toml", "seed-pr.toml", "ragged.toml", "mla_routes.toml"}) {
     const auto cases = load_case_file(std::string(KVH_CASES_DIR) + "/" + file);
     int routed = 0;
     for (const Case& c : cases) {
