@@ -997,7 +997,7 @@ def _mla_scale_tensor(k_scale, k_scales, k_scale_tensor, device):
     return torch.full((1,), float(k_scale), dtype=torch.float32, device=device)
 
 
-@reader("triton_mla_decode", cache_format="mla", dtypes=("fp16", "bf16"),
+@reader("triton_mla_decode", cache_format="mla", dtypes=("fp16", "bf16"), head_sizes=(576,),  # R 512 + P 64
         cache_dtypes=_MLA_DECLARED_CACHE_DTYPES, kv_scales=("none", "tensor"),
         max_query_len=16, modifiers=("non_causal",), workspaces=_mla_workspaces,
         description="Triton absorbed MLA decode over the latent cache [num_blocks, block_size, R + P]: split-K "

@@ -152,6 +152,8 @@ query_lens = [[2, 4]]
 context_lens = [4, 90]
 block_sizes = [16]
 dtypes = ["bf16"]
+kv_cache_dtype = ["bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"]
+kv_scales = ["none", "tensor"]
 readers = ["torch_mla_decode", "fixture_torch_mla_rope_ignored"]
 
 [[attention.expected_failure]]
@@ -174,8 +176,9 @@ def mla_torch(args):
     cases = results(args.out)
     good = [c for c in cases if c.get("reader") == "torch_mla_decode"]
     bad = [(c["id"], c["verdict"], (c["detail"] or "")[:200]) for c in good if c["verdict"] != "PASS"]
-    check(len(good) >= 14 and not bad, f"torch_mla_decode: {len(good)} cases, all PASS {bad[:3]}")
+    check(len(good) >= 17 and not bad, f"torch_mla_decode: {len(good)} cases, all PASS {bad[:3]}")
     check({c["block_size"] for c in good} == {1, 16, 64}, "pages of 1, 16 and 64 tokens")
+    check({c["kv_cache_dtype"] for c in good} >= {"fp8_e4m3fn", "fp8_e4m3fnuz"}, "fp8 caches (uint8 codes, k_scales)")
     fx = [c for c in cases if c.get("reader") == "fixture_torch_mla_rope_ignored"]
     fails = [c for c in fx if c["verdict"] == "FAIL"]
     check(fx and len(fails) == len(fx), f"the rope-ignoring fixture FAILs all {len(fx)} cases ({len(fails)})")
