@@ -864,8 +864,9 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
       if (boundaries && !v.router.empty()) {
         const std::optional<UnifiedRule> unified = unified_rule_of(v.router);
         const std::vector<int64_t> around =
-            unified ? unified_route_boundary_batches(*unified, base.num_heads, base.num_kv_heads)
-                    : route_boundary_batches(base.num_heads, *target_compute_units_of(target));
+            is_mla_policy(v.router) ? mla_route_boundary_batches()  // issue 22 (D): the Gluon fp8 batch limit
+            : unified               ? unified_route_boundary_batches(*unified, base.num_heads, base.num_kv_heads)
+                                    : route_boundary_batches(base.num_heads, *target_compute_units_of(target));
         for (int64_t b : around)
           if (std::find(batch_sizes.begin(), batch_sizes.end(), b) == batch_sizes.end())
             rows.push_back(std::vector<int64_t>(size_t(b), 0));

@@ -240,7 +240,8 @@ std::vector<CaseKey> decode_keys() {
       Row("route_boundaries", kDecode, KeyType::Boolean).dflt("false")
           .means("router rows also get the batch sizes around the threshold num_seqs * num_heads > 2 * CUs of "
                  "the named target (aiter policies), or around the 2d/3d threshold of the per-rank kv heads "
-                 "(vllm-unified policies; cases/route_boundaries.h)"),
+                 "(vllm-unified policies; cases/route_boundaries.h), or batches 1 and 2 (vllm-rocm-mla policies: "
+                 "the Gluon kernel's fp8 batch limit)"),
       Row("min_block_id", kDecode, KeyType::Integer).dflt("1").range(1, int64_t(1) << 30)
           .means("sequences' pages come from block ids from this one up (block 0 is the null block). Ids gain "
                  "`/minblock=N` when not 1"),

@@ -86,4 +86,12 @@ std::vector<int64_t> unified_route_boundary_batches(UnifiedRule rule, int64_t nu
   return out;
 }
 
+bool is_mla_policy(const std::string& router) {
+  for (const char* p : {"vllm-rocm-mla-pre-50578", "vllm-rocm-mla-50578", "vllm-rocm-mla-51011"})
+    if (router == p) return true;
+  return false;
+}
+
+std::vector<int64_t> mla_route_boundary_batches() { return {1, 2}; }
+
 }  // namespace kvh

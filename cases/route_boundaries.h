@@ -65,4 +65,12 @@ const std::vector<std::string>& unified_policy_names();
 /// Requires num_heads, num_kv_heads >= 1, num_kv_heads dividing num_heads.
 std::vector<int64_t> unified_route_boundary_batches(UnifiedRule rule, int64_t num_heads, int64_t num_kv_heads);
 
+/// vLLM's ROCm MLA policies (issue 22; kernels/router/mla_rules.h: "vllm-rocm-mla-pre-50578",
+/// "vllm-rocm-mla-50578", "vllm-rocm-mla-51011"): their thresholds are in the head count per rank
+/// (16, and the divisors of 16), which the presets' tp axes reach, not in num_seqs; the one batch
+/// limit the routes meet is the Gluon kernel's fp8 regime (aiter bh16bn128: batch_size == 1).
+bool is_mla_policy(const std::string& router);
+/// The batches around that limit: {1, 2} (the last batch inside it and the first outside).
+std::vector<int64_t> mla_route_boundary_batches();
+
 }  // namespace kvh

@@ -47,7 +47,7 @@ TEST(RouteBoundaries, TheDecisionFlipsExactlyBetweenAtAndAbove) {
 TEST(UnifiedRouteBoundaries, PolicyNamesAgreeWithTheRouter) {
   std::vector<std::string> router_names;
   for (const auto& p : routing::policy_names())
-    if (p.rfind("vllm-", 0) == 0) router_names.push_back(p);
+    if (p.rfind("vllm-", 0) == 0 && !is_mla_policy(p)) router_names.push_back(p);  // MLA: no batch threshold
   EXPECT_EQ(unified_policy_names(), router_names);
   for (const auto& a : unified_policy_names())
     for (const auto& b : unified_policy_names())
@@ -55,6 +55,24 @@ TEST(UnifiedRouteBoundaries, PolicyNamesAgreeWithTheRouter) {
           << a << " " << b;
   for (const auto& p : routing::policy_names())
     if (p.rfind("aiter-", 0) == 0) EXPECT_FALSE(unified_rule_of(p)) << p;
+}
+
+// The MLA policies as cases/ names them are kernels/router's; their batch boundary {1, 2} is where the
+// Gluon fp8 domain ends: under the old policies an fp8 step of 8 heads is inside it at 1, outside at 2.
+TEST(MlaRouteBoundaries, PolicyNamesAndTheGluonFp8BatchLimit) {
+  std::vector<std::string> router_names;
+  for (const auto& p : routing::policy_names())
+    if (p.rfind("vllm-rocm-mla-", 0) == 0) router_names.push_back(p);
+  EXPECT_EQ(router_names.size(), 3u);
+  for (const auto& p : router_names) EXPECT_TRUE(is_mla_policy(p)) << p;
+  EXPECT_FALSE(is_mla_policy("vllm-unified-9c0ee99"));
+  EXPECT_EQ(mla_route_boundary_batches(), (std::vector<int64_t>{1, 2}));
+  for (int64_t n : mla_route_boundary_batches()) {
+    routing::RouteInput in{n, 8, 576, routing::CacheDtype::fp8, 1, 256, 1};
+    in.kv_lora_rank = 512;
+    EXPECT_EQ(routing::route("vllm-rocm-mla-pre-50578", in).reader, routing::kMlaGluonReader) << n;
+    EXPECT_EQ(routing::route("vllm-rocm-mla-51011", in).reader, routing::kMlaAsmReader) << n;
+  }
 }
 
 // Per-rank heads of the model presets at tp 1, 2, 8 and a few more: under every unified policy
@@ -110,11 +128,14 @@ routing::RouteInput route_input(const Case& c, routing::CacheDtype dtype) {
     in.max_query_len = c.max_query_len();
     in.num_query_tokens = c.batch_size * c.max_query_len();
   }
+  // MLA steps (issue 22): the vllm-rocm-mla-* policies read kv_lora_rank and the cache dtype.
+  in.kv_lora_rank = c.mla() ? c.kv_lora_rank : 0;
+  if (c.mla() && c.fp8_cache()) in.cache_dtype = routing::CacheDtype::fp8;
   return in;
 }
 
 TEST(StatedRoutes, EveryRouterCaseOfTheCommittedSuitesStatesTheRouteItsPolicyGives) {
-  for (const char* file : {"default.toml", "seed-pr.toml", "ragged.toml"}) {
+  for (const char* file : {"default.toml", "seed-pr.toml", "ragged.toml", "mla_routes.toml"}) {
     const auto cases = load_case_file(std::string(KVH_CASES_DIR) + "/" + file);
     int routed = 0;
     for (const Case& c : cases) {

@@ -190,7 +190,11 @@ void print_info(const Registry& reg) {
         r != routers.end())
       fmt::print("  {:<22} {}{} [{}]\n", p, r->fixture ? "FIXTURE " : "", r->description, r->origin);
     else if (routing::canonical_policy(p) == p)
-      fmt::print("  {:<22} {}\n", p, routing::is_regression_fixture(p) ? "REGRESSION FIXTURE: no head-size test" : "");
+      fmt::print("  {:<22} {}\n", p,
+                 !routing::is_regression_fixture(p) ? ""
+                 : p.rfind("vllm-rocm-mla-", 0) == 0  // issue 22: the MLA policies before vLLM PR 51011
+                     ? "REGRESSION FIXTURE: fp8 caches of < 16 heads to the Gluon kernel (batch 1 only)"
+                     : "REGRESSION FIXTURE: no head-size test");
     else
       fmt::print("  {:<22} alias of {}\n", p, routing::canonical_policy(p));
   fmt::print("\ntargets (case files: target = NAME, or cus=N):\n");

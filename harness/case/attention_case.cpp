@@ -25,6 +25,7 @@
 #include "case/device_cache.h"
 #include "case/guarded_array.h"
 #include "case/kv_scales.h"
+#include "case/mla_inputs.h"
 #include "case/stale.h"
 #include "case/value_dist.h"
 #include "case/values.h"
@@ -94,13 +95,17 @@ struct DecodeCase : CaseState {
   std::string arrays_misused;  // GuardedArrays::check_after after the reader's call
 
   const CacheLayout& L() const { return *layout; }
-  int64_t outputs() const { return s.num_query_tokens * c.num_heads * c.head_size; }
+  /// Elements of one head of `out`: head_size, or kv_lora_rank for an MLA case (provider.h).
+  int64_t out_head() const { return c.mla() ? c.kv_lora_rank : c.head_size; }
+  int64_t outputs() const { return s.num_query_tokens * c.num_heads * out_head(); }
+  /// Elements of the query's logical tensor [num_query_tokens, num_heads, head_size].
+  int64_t query_elems() const { return s.num_query_tokens * c.num_heads * c.head_size; }
   /// Rows a reader can reach in `out` and the query: num_seqs * max_query_len (a padded
   /// per-request stride on the packed tensors); decode: num_seqs.
   int64_t reach_rows() const { return std::max<int64_t>(s.num_query_tokens, c.batch_size * s.max_query_len); }
   /// Bytes of `out`'s margins: 4096, or every row up to reach_rows() (in the back margin).
   int64_t out_margin() const {
-    const int64_t past = (reach_rows() - s.num_query_tokens + 1) * c.num_heads * c.head_size * 2;
+    const int64_t past = (reach_rows() - s.num_query_tokens + 1) * c.num_heads * out_head() * 2;
     return std::max<int64_t>(4096, (past + 4095) / 4096 * 4096);
   }
 };
@@ -136,6 +141,7 @@ bool plan_route(DecodeCase& d) {
     in.max_context_len = *std::max_element(d.s.context_lens.begin(), d.s.context_lens.end());
     in.causal = c.causal;
     in.target = target_compute_units_of(c.target) && c.target.rfind("cus=", 0) != 0 ? c.target : "";
+    in.kv_lora_rank = c.mla() ? c.kv_lora_rank : 0;  // issue 22 (D): the vllm-rocm-mla-* policies route MLA steps
     const routing::RouteDecision decision = routing::route(c.router_policy, in);
     d.reader = decision.reader;
     d.r.route_reason = decision.reason;
@@ -185,12 +191,23 @@ bool plan_kernels(DecodeCase& d, const Registry& registry) {
 // case file states (expect_routed_to, even to a kernel that could run it), has misrouted. A
 // pipeline still runs its writer first: the writer's own damage is a separate cause that a
 // misroute must not hide.
+// An MLA case reads the latent cache: only an MLA reader can, and an MLA reader reads nothing else.
+std::string mla_mismatch(const Case& c, const Kernel& rd) {
+  const bool reads_mla = rd.cache_format == KVH_CACHE_MLA;
+  if (c.mla() == reads_mla) return "";
+  return c.mla() ? fmt::format("{} reads the {} cache; this MLA case has a latent cache", rd.name,
+                               cache_format_name(rd.cache_format))
+                 : fmt::format("{} reads the mla (latent) cache; this case is not MLA (kv_lora_rank unset)", rd.name);
+}
+
 bool plan_capabilities(DecodeCase& d) {
   const Case& c = d.c;
   KernelUse reader_use = kernel_use(c, d.rd->cache_format);
   reader_use.modifiers = c.modifiers();
   reader_use.max_query_len = c.max_query_len();
-  if (const std::string why = d.rd->outside_capabilities(reader_use); !why.empty()) {
+  if (const std::string why = mla_mismatch(c, *d.rd).empty() ? d.rd->outside_capabilities(reader_use)
+                                                             : mla_mismatch(c, *d.rd);
+      !why.empty()) {
     if (c.router_policy.empty()) return d.unsupported(why);
     d.misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, d.reader, d.r.route_reason, why);
   } else if (!c.router_policy.empty() && !c.expect_routed_to.empty() && d.reader != c.expect_routed_to) {
@@ -202,6 +219,33 @@ bool plan_capabilities(DecodeCase& d) {
     return false;
   }
   return true;
+}
+
+// The softmax scale of a case: its own softmax_scale when set; an MLA case's model scale
+// 1/sqrt(qk_nope_head_dim + qk_rope_head_dim) (DeepSeek's, provider.h: not 1/sqrt(R + P));
+// else 1/sqrt(head_size), as every case before MLA.
+double case_softmax_scale(const Case& c) {
+  if (c.softmax_scale > 0) return c.softmax_scale;
+  if (c.mla() && c.qk_nope_head_dim + c.qk_rope_head_dim > 0)
+    return 1.0 / std::sqrt(double(c.qk_nope_head_dim + c.qk_rope_head_dim));
+  return 1.0 / std::sqrt(double(c.head_size));
+}
+
+// An MLA case's settings the harness does not run, by name: the score modifiers DeepSeek-class
+// models do not use (no half-support), the shaped `values` axis, and fp8 scales other than one
+// per tensor (provider.h KVH_CACHE_MLA). "" when none.
+std::string mla_refusal(const Case& c) {
+  std::vector<std::string> mods;
+  if (c.sliding_window > 0) mods.push_back("sliding_window");
+  if (c.softcap > 0) mods.push_back("softcap");
+  if (c.modifiers() & KVH_MOD_SINKS) mods.push_back("sinks");
+  if (c.modifiers() & KVH_MOD_ALIBI) mods.push_back("alibi");
+  if (!mods.empty())
+    return fmt::format("MLA cases take no score modifier ({} set): DeepSeek-class models use none", fmt::join(mods, ", "));
+  if (c.values != ValueDist::Normal) return "MLA cases take values = normal only";
+  if (c.fp8_cache() && c.kv_scales != KvScales::Tensor && c.kv_scales != KvScales::None)
+    return "MLA fp8 caches have one per-tensor scale (kv_scales = tensor)";
+  return "";
 }
 
 // plan: the page tables of the drawn sequences, the cache layout and its margins, the fp8 scales.
@@ -220,7 +264,10 @@ bool plan_layout(DecodeCase& d) {
   // num_blocks .. num_blocks + K behind), which hold NaN (pad_out_of_range_pages).
   const int64_t bs = d.L().block_stride;
   d.margin = std::max<int64_t>({64 * 1024, 4 * bs, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * bs});
-  d.scale = 1.0 / std::sqrt(double(c.head_size));
+  d.scale = case_softmax_scale(c);
+  if (c.mla()) {
+    if (const std::string why = mla_refusal(c); !why.empty()) return d.unsupported(why);
+  }
   // fp8 caches: the dequant scales (a small guarded device buffer; host copies for the reference).
   try {
     d.kv_scales.emplace(c, d.s.num_blocks, d.r.data_seed);
@@ -256,7 +303,11 @@ void start_reference(DecodeCase& d) {
                             d.scale, d.mods, d.cancel, d.fp8);
       return;
     }
-    const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(d.outputs()));
+    const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(d.query_elems()));
+    if (c.mla()) {
+      d.ref = mla_reference_out(c, d.s, query.data(), seed, d.scale, d.cancel, d.fp8);
+      return;
+    }
     d.ref = reference_out(c, d.s, query.data(), nullptr, nullptr, seed, d.scale, d.mods, d.cancel, d.fp8);
   });
   d.poison = c.dtype == DType::F16 ? kPoisonF16 : kPoisonBF16;
@@ -298,8 +349,12 @@ void make_inputs(DecodeCase& d) {
   d.step.emplace(make_device_qkv(d.reach_rows(), NH, NKV, HD, c.dtype, d.r.data_seed, rng::kQueries, rng::kStepKv,
                                  rng::kStepKv));
   d.step->views.q.shape[0] = d.s.num_query_tokens;
-  d.hist.emplace(make_device_qkv(d.s.total_tokens, 0, NKV, HD, c.dtype, d.r.data_seed, rng::kFiller, rng::kKeys,
-                                 rng::kValues));
+  if (c.mla())  // the latent projection: kv_c and k_pe column views of one wider buffer
+    d.hist.emplace(make_device_mla_kv(d.s.total_tokens, c.kv_lora_rank, c.qk_rope_head_dim, c.dtype, d.r.data_seed,
+                                      rng::kKeys, rng::kValues));
+  else
+    d.hist.emplace(make_device_qkv(d.s.total_tokens, 0, NKV, HD, c.dtype, d.r.data_seed, rng::kFiller, rng::kKeys,
+                                   rng::kValues));
   if (d.shaped) {
     enter_phase(Phase::Copy);
     set_qkv_from_host(*d.step, &d.shaped->query, nullptr, nullptr);
@@ -316,6 +371,11 @@ void make_inputs(DecodeCase& d) {
 void reference_write(DecodeCase& d, DeviceArena& into) {
   const auto* slots = static_cast<const int64_t*>(d.d_slots.get());
   const DeviceQkv& h = *d.hist;
+  if (d.c.mla()) {
+    const device::Fp8WriteScales ws = d.fp8 ? d.fp8->write_scales(d.c) : device::Fp8WriteScales{};
+    reference_write_mla_into(into, d.L(), h.buf.get(), h.views, slots, d.s.total_tokens, d.fp8 ? &ws : nullptr);
+    return;
+  }
   if (d.fp8)
     reference_write_fp8_into(into, d.L(), h.buf.get(), h.views.k, h.views.v, slots, d.s.total_tokens,
                              d.fp8->write_scales(d.c));
@@ -324,6 +384,15 @@ void reference_write(DecodeCase& d, DeviceArena& into) {
 }
 
 kvh_write_args case_writer_args(DecodeCase& d) {
+  if (d.c.mla()) {  // provider.h KVH_CACHE_MLA: key = kv_c [T, R], value = k_pe [T, P], both caches the latent view
+    kvh_write_args a = writer_args(d.L(), d.cache->storage(), d.hist->views, d.hist->buf.get(), d.d_slots.get(),
+                                   d.s.total_tokens, d.c.dtype, cache_kvh_dtype(d.c), d.fp8);
+    const kvh_dtype dt = to_kvh(d.c.dtype);
+    a.key = to_tensor(mla_writer_view(d.hist->views.k), d.hist->buf.get(), 2, dt);
+    a.value = to_tensor(mla_writer_view(d.hist->views.v), d.hist->buf.get(), 2, dt);
+    a.key_cache = a.value_cache = to_tensor(d.L().latent, d.cache->storage(), d.L().geo.elem_bytes, cache_kvh_dtype(d.c));
+    return a;
+  }
   return writer_args(d.L(), d.cache->storage(), d.hist->views, d.hist->buf.get(), d.d_slots.get(), d.s.total_tokens,
                      d.c.dtype, cache_kvh_dtype(d.c), d.fp8);
 }
@@ -497,19 +566,68 @@ bool make_typed_workspaces(DecodeCase& d) {
   return true;
 }
 
+// buffers: the plan of a reader with a planner (provider.h kvh_plan_fn): the planner gets the
+// host seq_lens / query_start_loc and the case's compute units; each tensor it builds goes
+// into a read-only guarded array of its own ("plan NAME": a kernel that writes it is FAIL
+// out_of_view_write naming it). KVH_UNSUPPORTED is the reader's refusal; KVH_RAISED or a
+// malformed plan a CRASH of component "planner". Returns false when the case has its verdict.
+bool make_plan(DecodeCase& d) {
+  const Case& c = d.c;
+  kvh_plan_args pa{};
+  pa.num_seqs = c.batch_size;
+  pa.num_heads = c.num_heads;
+  pa.num_kv_heads = c.num_kv_heads;
+  pa.head_size = c.head_size;
+  pa.block_size = d.pt.page;
+  pa.compute_units = target_compute_units(c.target);
+  pa.max_query_len = int32_t(d.s.max_query_len);
+  pa.num_query_tokens = int32_t(d.s.num_query_tokens);
+  pa.dtype = to_kvh(c.dtype);
+  pa.cache_dtype = cache_kvh_dtype(c);
+  pa.seq_lens = d.s.context_lens.data();
+  pa.query_start_loc = d.s.query_start_loc.data();
+  kvh_plan plan;
+  d.running(component::kPlanner);
+  try {
+    plan = d.rd->plan(&pa);
+  } catch (const KernelRefused& e) {
+    d.running(component::kHarness);
+    reader_refused(d, refusal_detail(*d.rd, e.what()));
+    return false;
+  } catch (const PlannerFailed& e) {
+    d.running(component::kHarness);
+    add_cause(d.r.v, component::kPlanner, reason::kLaunchError, fmt::format("{}'s {}", d.rd->name, e.what()), true);
+    return false;
+  }
+  d.running(component::kHarness);
+  enter_phase(Phase::AllocFill);
+  for (int32_t i = 0; i < plan.num_tensors; ++i) {
+    const kvh_workspace_spec& w = plan.specs[i];
+    const int64_t eb = w.dtype == KVH_DT_I64 ? 8 : w.dtype == KVH_DT_F16 || w.dtype == KVH_DT_BF16 ? 2 : 4;
+    const std::vector<int64_t> shape(w.shape, w.shape + w.ndim);
+    GuardedArray& g = d.arrays.add(std::string("plan ") + w.name, shape, kvh_dtype(w.dtype), eb, GuardedArray::Access::Read);
+    if (g.elems() > 0) std::memcpy(g.host_as<uint8_t>(), plan.data[i], size_t(g.elems() * eb));
+    g.upload();
+    d.a.plan[i] = g.tensor();
+  }
+  d.a.num_plan_tensors = plan.num_tensors;
+  return true;
+}
+
 // buffers: the reader's arguments (kvh_attention_args, include/kvharness/provider.h) over the
 // guarded buffers, and its split-K workspace full of NaN: a reduce that reads unwritten
 // partials gets NaN.
 bool make_reader_args(DecodeCase& d) {
   const Case& c = d.c;
   const CacheLayout& L = d.L();
-  const int64_t T = d.s.num_query_tokens, NH = c.num_heads, HD = c.head_size;
+  const int64_t T = d.s.num_query_tokens, NH = c.num_heads, OH = d.out_head();
   kvh_attention_args& a = d.a;
   const kvh_dtype dt = to_kvh(c.dtype);
-  a.out = to_tensor(StridedView{{T, NH, HD}, {NH * HD, HD, 1}, 0}, static_cast<uint8_t*>(d.d_out.get()) + d.out_margin(), 2, dt);
+  a.out = to_tensor(StridedView{{T, NH, OH}, {NH * OH, OH, 1}, 0}, static_cast<uint8_t*>(d.d_out.get()) + d.out_margin(), 2, dt);
   a.query = to_tensor(kernel_view(d.step->views.q, L), d.step->buf.get(), 2, dt);
-  a.key_cache = to_tensor(L.key, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
-  a.value_cache = to_tensor(L.value, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
+  // MLA: key_cache and value_cache are the same latent view [num_blocks, block_size, R + P].
+  a.key_cache = to_tensor(c.mla() ? L.latent : L.key, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
+  a.value_cache = to_tensor(c.mla() ? L.latent : L.value, d.cache->storage(), L.geo.elem_bytes, cache_kvh_dtype(c));
   a.block_size = d.pt.page;
   a.cache_block_size = d.pt.pages_per_block > 1 ? c.block_size : 0;
   a.max_context_len = *std::max_element(d.s.context_lens.begin(), d.s.context_lens.end());
@@ -525,6 +643,7 @@ bool make_reader_args(DecodeCase& d) {
   a.softcap = float(c.softcap);
   a.head_offset = int32_t(c.tp_rank * NH);
   make_metadata(d);
+  if (d.rd->plan && !make_plan(d)) return false;
   if (d.rd->workspaces) return make_typed_workspaces(d);
   if (!d.rd->workspace_bytes) return true;
   uint64_t ws = 0;
@@ -611,7 +730,7 @@ struct OutputStats {
 
 OutputStats compare_out(const DecodeCase& d) {
   const Case& c = d.c;
-  const int64_t NH = c.num_heads, HD = c.head_size, n = d.outputs();
+  const int64_t NH = c.num_heads, HD = d.out_head(), n = d.outputs();
   OutputStats st;
   st.tol = attention_tolerance(c.dtype);
   st.tol.atol *= value_scale(c);  // large values: the tolerance relative to V's magnitude (value_dist.h)
@@ -651,7 +770,7 @@ void judge_out_of_view(DecodeCase& d, const std::string& numbers) {
   size_t past = 0;  // the first changed byte after `out`, counted from 1
   while (past < m && after.bytes()[tail + past] == out.bytes()[tail + past]) ++past;
   if (front || past < m) {
-    const int64_t row_bytes = d.c.num_heads * d.c.head_size * 2;
+    const int64_t row_bytes = d.c.num_heads * d.out_head() * 2;
     const std::string where = front ? "before its start"
                                     : fmt::format("byte {} after its end: query row {}, out has {} rows",
                                                   past + 1, d.s.num_query_tokens + int64_t(past) / row_bytes,
@@ -687,7 +806,7 @@ bool judge(DecodeCase& d) {
     return false;
   }
   judge_out_of_view(d, st.numbers);
-  const int64_t NH = c.num_heads, HD = c.head_size;
+  const int64_t NH = c.num_heads, HD = d.out_head();
   auto where = [&](int64_t i) { return fmt::format("{} head {} dim {}", row_name(d, i / (NH * HD)), i % (NH * HD) / HD, i % HD); };
   if (st.unwritten)
     add_cause(v, component::kReader, reason::kUnwritten, "first unwritten at " + where(st.first_unwritten) + "; " + st.numbers);

@@ -43,9 +43,8 @@ KernelUse kernel_use(const Case& c, int32_t cache_format) {
 
 CacheGeometry case_geometry(const Case& c, int64_t manager_blocks) {
   const int64_t page = c.page_size(), r = c.block_size / page;
-  if (c.mla())  // the latent cache: K view = the latent part, V view = the rope part (layout.h)
-    return CacheGeometry{manager_blocks, c.block_size, 1, c.kv_lora_rank, cache_x(c), cache_elem_bytes(c),
-                         c.qk_rope_head_dim};
+  if (c.mla())  // the latent cache: latent part kv_lora_rank, rope part qk_rope_head_dim (layout.h)
+    return CacheGeometry{manager_blocks * r, page, 1, c.kv_lora_rank, cache_x(c), cache_elem_bytes(c), c.qk_rope_head_dim};
   return CacheGeometry{manager_blocks * r, page, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
 }
 

@@ -4,6 +4,7 @@
 
 #include "../reference/int8.h"
 #include "case/values.h"
+#include "mla_attention.h"
 #include "device/counter_rng.h"
 #include "run/parallel.h"
 
@@ -123,6 +124,48 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
       in.keys.push_back(std::move(K));
       in.values.push_back(std::move(V));
       out.row(i) = reference::decode_attention(in).row(0);
+    }
+  });
+  return out;
+}
+
+reference::RowMatrix mla_reference_out(const Case& c, const Sequences& s, const uint16_t* q, uint64_t data_seed,
+                                       double scale, const std::atomic<bool>& cancel, const KvScaleTensors* fp8) {
+  const int64_t H = c.num_heads, R = c.kv_lora_rank, P = c.qk_rope_head_dim, D = R + P, qw = H * D;
+  std::vector<int64_t> first_token(size_t(c.batch_size) + 1, 0);
+  for (int64_t i = 0; i < c.batch_size; ++i) first_token[size_t(i) + 1] = first_token[size_t(i)] + s.context_lens[size_t(i)];
+  const std::optional<reference::Fp8Format> f8 = fp8 ? fp8_format(c) : std::nullopt;
+  const bool bf16 = c.dtype == DType::BF16;
+  reference::RowMatrix out(s.num_query_tokens, H * R);
+  parallel_for(c.batch_size, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<uint16_t> kc, kpe;
+    for (int64_t i = begin; i < end && !cancel.load(std::memory_order_relaxed); ++i) {
+      const int64_t row0 = s.query_start_loc[size_t(i)], rows = s.query_lens[size_t(i)];
+      const int64_t n = s.context_lens[size_t(i)], tok0 = first_token[size_t(i)];
+      kc.resize(size_t(n * R));
+      kpe.resize(size_t(n * P));
+      rng::fill_run16(rng::kInput, bf16, kc.data(), 1, n * R, rng::stream_key(data_seed, rng::kKeys), uint64_t(tok0 * R));
+      if (P > 0)
+        rng::fill_run16(rng::kInput, bf16, kpe.data(), 1, n * P, rng::stream_key(data_seed, rng::kValues),
+                        uint64_t(tok0 * P));
+      reference::MlaAttentionInput in;
+      in.num_heads = H, in.kv_lora_rank = R, in.rope_dim = P, in.scale = scale, in.causal = c.causal;
+      in.query = widen_query(c, q + row0 * qw, rows);  // [rows, H * D]: head_size is R + P
+      in.query_start_loc = {0, rows};
+      reference::RowMatrix lat(n, D);
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t d = 0; d < D; ++d) {
+          const double x = decode16(c.dtype, d < R ? kc[size_t(t * R + d)] : kpe[size_t(t * P + d - R)]);
+          if (!f8) {
+            lat(t, d) = x;
+            continue;
+          }
+          const int64_t slot = s.slots[size_t(tok0 + t)];
+          const float sc = fp8->k_at(slot / c.block_size, 0, slot % c.block_size);  // per-tensor: one scale
+          lat(t, d) = reference::fp8_decode(reference::fp8_encode(double(float(x) / sc), *f8), *f8) * double(sc);
+        }
+      in.latent.push_back(std::move(lat));
+      out.middleRows(row0, rows) = reference::mla_attention(in);
     }
   });
   return out;

@@ -29,4 +29,15 @@ reference::RowMatrix reference_out(const Case& c, const Sequences& s, const uint
                                    const uint16_t* v, uint64_t data_seed, double scale, const ModifierValues& mods,
                                    const std::atomic<bool>& cancel, const KvScaleTensors* fp8 = nullptr);
 
+/// Reference absorbed MLA attention out [num_query_tokens, num_heads * kv_lora_rank] of an MLA
+/// case (c.mla(); reference/mla_attention.h): query [num_query_tokens, num_heads * (R + P)]
+/// 16-bit bits, the latent rows of each sequence generated from the case's streams as
+/// make_device_mla_kv fills the projection (kv_c: kKeys, element t * R + d; k_pe: kValues,
+/// t * P + d), one sequence at a time on each host core. An fp8 cache (fp8 set): each element
+/// is what the cache holds, fp8_decode(fp8_encode(x / scale)) * scale with the per-tensor
+/// scale. Causal per c.causal. Stops early once `cancel` is set.
+reference::RowMatrix mla_reference_out(const Case& c, const Sequences& s, const uint16_t* q, uint64_t data_seed,
+                                       double scale, const std::atomic<bool>& cancel,
+                                       const KvScaleTensors* fp8 = nullptr);
+
 }  // namespace kvh

@@ -26,7 +26,7 @@ const std::vector<const char*>& reason_names() {
 
 const std::vector<const char*>& component_names() {
   using namespace component;
-  static const std::vector<const char*> names = {kWriter, kReader, kRouter, kHarness};
+  static const std::vector<const char*> names = {kWriter, kReader, kRouter, kHarness, kPlanner};
   return names;
 }
 

@@ -44,6 +44,8 @@ inline constexpr const char* kWriter = "writer";
 inline constexpr const char* kReader = "reader";
 inline constexpr const char* kRouter = "router";
 inline constexpr const char* kHarness = "harness";
+/// A reader's planner (provider.h kvh_plan_fn, kvharness 0.6): it raised or built a malformed plan.
+inline constexpr const char* kPlanner = "planner";
 }  // namespace component
 /// Every component above, in that order: the ones a results.json reader accepts.
 const std::vector<const char*>& component_names();

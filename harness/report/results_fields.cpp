@@ -341,7 +341,7 @@ std::vector<ResultsField> make_results_fields() {
        "the primary cause's reason class (a cause's `reason`, below); null for PASS"},
       {"component", kResult, kNullable, kRequired, [](R r) { return str_or_null(r.v.component); },
        [](In f, Out o) { o.v.component = f.name_in(component_names(), "component", kNullable); },
-       "writer | reader | router | harness: the primary cause's"},
+       "writer | reader | router | harness | planner: the primary cause's"},
       {"causes", kResult, kNotNull, kRequired, write_causes, read_causes,
        "every failure found, in the order the case checks them (the cause fields below)"},
       {"expected_failure", kResult, kNotNull, kRequired, [](R r) -> json { return r.expected; },
@@ -404,7 +404,7 @@ std::vector<CauseField> make_cause_fields() {
   return {
       {"component", kResult, kNotNull, kRequired, [](C k) -> json { return k.component; },
        [](CIn f, COut k) { k.component = f.name_in(component_names(), "component", kNotNull); },
-       "writer | reader | router | harness"},
+       "writer | reader | router | harness | planner"},
       {"reason", kResult, kNotNull, kRequired, [](C k) -> json { return k.reason; },
        [](CIn f, COut k) { k.reason = f.name_in(reason_names(), "reason", kNotNull); },
        "the reason class: mismatch | out_of_view_write | unwritten_output | nan_or_inf | misroute | "

@@ -291,7 +291,7 @@ TEST(ResultsFields, EnumFieldsRefuseValuesThisVersionDoesNotKnow) {
                                             reason::kLaunchError, reason::kCrash,      reason::kTimeout,
                                             reason::kHarnessError, reason::kXpass,     reason::kInterrupted};
   const std::vector<std::string> components = {component::kWriter, component::kReader, component::kRouter,
-                                               component::kHarness};
+                                               component::kHarness, component::kPlanner};
   const auto refused = [&](const json& bad, const std::string& field, const std::vector<std::string>& allowed) {
     for (const Case* c : {static_cast<const Case*>(nullptr), &cr.c}) {
       const std::string why = refusal(bad, c);

@@ -367,6 +367,9 @@ typedef struct kvh_route_args {
   int32_t high_precision;    /* aiter's high_precision mode, 0..2 */
   int32_t causal;            /* 1 unless the case is non-causal */
   const char* target;        /* the case's named target ("MI355X"), or "" (device / cus=N) */
+  /* ---- appended in kvharness 0.6 (MLA routing) ---- */
+  int64_t kv_lora_rank;      /* > 0: an MLA step over the latent cache (num_kv_heads 1, head_size =
+                                kv_lora_rank + qk_rope_head_dim); 0: paged attention */
   /* Later versions append fields here. */
 } kvh_route_args;
 

@@ -1,6 +1,8 @@
 // The built-in kernels, offered through the same provider ABI (version 2) a
 // shared library uses (kvharness/provider.h).
 #include "registry/kernel_desc.h"
+#include "readers/mla_decode.h"
+#include "readers/mla_variants.h"  // issue 22 (D)
 
 extern "C" int kvh_reshape_and_cache_flash(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args*, void*);
@@ -112,6 +114,26 @@ kvh_capabilities mla_writer_caps() {
   return c;
 }
 const kvh_capabilities kMlaWriterCaps = mla_writer_caps();
+// ---- issue 22 (C): the MLA reader mla_decode (kernels/readers/mla_decode.h) and its fixtures ----
+const int32_t kMlaHeadSizes[] = {576};  // kv_lora_rank 512 + qk_rope_head_dim 64 (every MLA preset)
+kvh_capabilities mla_caps() {
+  kvh_capabilities c = mla_decode_capabilities();
+  c.head_sizes = kMlaHeadSizes;
+  c.num_head_sizes = 1;
+  return c;
+}
+const kvh_capabilities kMlaCaps = mla_caps();
+/// A reader of the latent cache with planner `plan`, typed workspaces and launcher `attention`.
+kvh_kernel_desc mla_desc(const char* name, const char* description, int fixture, kvh_attention_fn attention,
+                         kvh_plan_fn plan) {
+  kvh_kernel_desc d = base_desc(name, description, KVH_ROLE_READER, KVH_CACHE_MLA, fixture, &kMlaCaps);
+  d.attention = attention;
+  d.workspaces = mla_decode_workspaces;
+  d.plan = plan;
+  d.last_error = mla_decode_last_error;
+  return d;
+}
+// ---- end issue 22 (C) ----
 
 const kvh_kernel_desc kBuiltins[] = {
     writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
@@ -229,6 +251,25 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: paged_attention_rocm that looks per-token (TOKEN, SLOT) scales up by the sequence's "
         "index instead of the token's physical block",
         KVH_CACHE_SHUFFLE, 1, kSplitK, &kGeneralCaps),
+    // ---- issue 22 (C): MLA reader ----
+    mla_desc("mla_decode",
+             "absorbed MLA decode over the latent cache [num_blocks, block_size, R + P]: split-K from its planner "
+             "(num_splits, split_bounds, work), partials in typed workspaces, then a reduce; decode and multi-token "
+             "decode (MTP) up to 8 tokens, fp16/bf16 and fp8 per-tensor caches",
+             0, mla_decode_attention, mla_decode_plan),
+    mla_desc("fixture_mla_metadata_not_expanded",
+             "REGRESSION FIXTURE: mla_decode using each sequence's metadata for every query row of a multi-token "
+             "decode without expanding it (every token sees all L keys: no causal prefix; exact for decode)",
+             1, fixture_mla_metadata_not_expanded, mla_decode_plan),
+    mla_desc("fixture_mla_plan_other_variant",
+             "REGRESSION FIXTURE: mla_decode paired with a plan built for another kernel variant (heads tiled by 32 "
+             "at 128 heads, the kernel serves 16 a work item: heads 16..31 of each tile unwritten; exact elsewhere)",
+             1, mla_decode_attention, fixture_mla_plan_other_variant_plan),
+    // ---- end issue 22 (C) ----
+    // ---- issue 22 (D): the vllm-rocm-mla-* policies' routing targets (readers/mla_variants.h) ----
+    mla_asm_desc(),
+    mla_gluon_desc(),
+    // ---- end issue 22 (D) ----
 };
 
 }  // namespace

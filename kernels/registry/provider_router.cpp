@@ -24,6 +24,7 @@ kvh_route_args to_route_args(const routing::RouteInput& in) {
   a.high_precision = in.high_precision;
   a.causal = in.causal ? 1 : 0;
   a.target = in.target.c_str();  // lives as long as `in`, i.e. during the call
+  a.kv_lora_rank = in.kv_lora_rank;
   return a;
 }
 

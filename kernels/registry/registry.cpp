@@ -127,6 +127,37 @@ std::vector<kvh_workspace_spec> WorkspacesEntry::operator()(const kvh_attention_
   }
   return specs;
 }
+kvh_plan PlanEntry::operator()(const kvh_plan_args* args) const {
+  kvh_plan plan;
+  std::memset(static_cast<void*>(&plan), 0, sizeof(plan));
+  if (const int rc = fn_(context_, args, &plan); rc != 0) {
+    const char* m = last_error_ ? last_error_(context_) : nullptr;
+    if (rc == KVH_UNSUPPORTED) throw KernelRefused(m && *m ? m : "(no reason given)");
+    throw PlannerFailed(std::string("planner raised: ") + (m && *m ? m : "(no message)"));
+  }
+  if (plan.num_tensors < 0 || plan.num_tensors > KVH_MAX_PLAN_TENSORS)
+    throw PlannerFailed("planner: num_tensors " + std::to_string(plan.num_tensors) + " outside 0.." +
+                        std::to_string(KVH_MAX_PLAN_TENSORS));
+  for (int32_t i = 0; i < plan.num_tensors; ++i) {
+    const kvh_workspace_spec& w = plan.specs[i];
+    const std::string at = "planner: tensor " + std::to_string(i);
+    if (std::memchr(w.name, 0, sizeof(w.name)) == nullptr) throw PlannerFailed(at + ": name not NUL-terminated");
+    if (w.ndim < 1 || w.ndim > KVH_MAX_DIMS)
+      throw PlannerFailed(at + " ('" + w.name + "'): ndim " + std::to_string(w.ndim) + " outside 1..6");
+    if (w.dtype < KVH_DT_F16 || w.dtype > KVH_DT_I32)
+      throw PlannerFailed(at + " ('" + w.name + "'): dtype " + std::to_string(w.dtype) +
+                          " is not f16, bf16, i64, f32 or i32");
+    int64_t n = 1;
+    for (int d = 0; d < w.ndim; ++d) {
+      if (w.shape[d] < 0 || w.shape[d] > (int64_t(1) << 40))
+        throw PlannerFailed(at + " ('" + w.name + "'): shape[" + std::to_string(d) + "] = " +
+                            std::to_string(w.shape[d]) + " outside 0..2^40");
+      n = w.shape[d] == 0 ? 0 : (n > (int64_t(1) << 40) / w.shape[d] ? (int64_t(1) << 40) : n * w.shape[d]);
+    }
+    if (n > 0 && !plan.data[i]) throw PlannerFailed(at + " ('" + w.name + "'): data is null");
+  }
+  return plan;
+}
 }  // namespace detail
 
 std::string Kernel::last_error() const {
@@ -338,6 +369,8 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   if (KVH_HAS_FIELD(&d, kvh_kernel_desc, workspaces) && d.workspaces)
     k.workspaces = detail::WorkspacesEntry(d.workspaces, d.context, d.last_error);
   if (KVH_HAS_FIELD(&d, kvh_kernel_desc, time) && d.time) k.time = detail::TimeEntry(d.time, d.context);
+  if (KVH_HAS_FIELD(&d, kvh_kernel_desc, plan) && d.plan && d.role == KVH_ROLE_READER)
+    k.plan = detail::PlanEntry(d.plan, d.context, d.last_error);
   if (d.capabilities) {
     const kvh_capabilities c = read_growable(d.capabilities);
     if (c.num_head_sizes > 0 && c.head_sizes) k.caps.head_sizes.assign(c.head_sizes, c.head_sizes + c.num_head_sizes);

@@ -29,6 +29,12 @@ struct KernelRefused : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A reader's planner raised (KVH_RAISED) or built a malformed plan: what() says which; the
+/// case is a CRASH of component "planner".
+struct PlannerFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// A kernel's declared capabilities, owned (kvh_capabilities with defaults applied).
 struct Capabilities {
   std::vector<int32_t> head_sizes;   // empty: readers any multiple of 8 up to 256, writers any
@@ -106,6 +112,24 @@ class WorkspacesEntry {
   void* context_ = nullptr;
   kvh_last_error_fn last_error_ = nullptr;
 };
+/// A reader's planner (kvh_plan_fn, kvharness 0.6), callable as `fn(&args)`.
+class PlanEntry {
+ public:
+  PlanEntry() = default;
+  PlanEntry(kvh_plan_fn fn, void* context, kvh_last_error_fn last_error)
+      : fn_(fn), context_(context), last_error_(last_error) {}
+  explicit operator bool() const { return fn_ != nullptr; }
+  /// The plan for `args`: its specs checked (count 0..KVH_MAX_PLAN_TENSORS, ndim 1..6, dtype
+  /// f16..i32, shapes 0..2^40, NUL-terminated names, data set where a tensor has elements).
+  /// Throws KernelRefused with the provider's reason on KVH_UNSUPPORTED, PlannerFailed with
+  /// its message when it raised or naming the bad entry.
+  kvh_plan operator()(const kvh_plan_args* args) const;
+
+ private:
+  kvh_plan_fn fn_ = nullptr;
+  void* context_ = nullptr;
+  kvh_last_error_fn last_error_ = nullptr;
+};
 /// A provider's own timing of a call (kvh_time_fn, kvharness 0.5), callable as
 /// `fn(args, stream, warmup, reps, &timing)` with args a kvh_write_args* or
 /// kvh_attention_args* by role. Returns what the provider returned.
@@ -138,6 +162,7 @@ struct Kernel {
   detail::WorkspaceEntry workspace_bytes;       // may be empty (no workspace)
   detail::WorkspacesEntry workspaces;           // typed workspaces; when set, used instead of workspace_bytes
   detail::TimeEntry time;                       // the provider times its calls (kvharness 0.5); may be empty
+  detail::PlanEntry plan;                       // the reader's planner (kvharness 0.6); may be empty
   void* context = nullptr;
   kvh_last_error_fn last_error_fn = nullptr;
   std::string substitute;  // --replace-kernel REAL=WITH: "WITH" (a provider's: "python:MOD:WITH"); empty otherwise

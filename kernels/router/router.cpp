@@ -1,5 +1,7 @@
 #include "router/router.h"
 
+#include "router/mla_rules.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -38,7 +40,11 @@ std::vector<Policy>& policies() {
                                {"aiter-b4885d2", "aiter-v0.1.12", rule_b4885d2, false},
                                {"vllm-unified-ccd7c05", "vllm-v0.9.2", rule_vllm_ccd7c05, false},
                                {"vllm-unified-6d80ae8", "", rule_vllm_6d80ae8, false},
-                               {"vllm-unified-9c0ee99", "vllm-v0.14.0", rule_vllm_9c0ee99, false}};
+                               {"vllm-unified-9c0ee99", "vllm-v0.14.0", rule_vllm_9c0ee99, false},
+                               // vLLM's ROCm AITER MLA backend (router/mla_rules.h); no release tag verified.
+                               {"vllm-rocm-mla-pre-50578", "", mla::rule_pre_50578, true},
+                               {"vllm-rocm-mla-50578", "", mla::rule_50578, true},
+                               {"vllm-rocm-mla-51011", "", mla::rule_51011, false}};
   return p;
 }
 
@@ -187,7 +193,16 @@ RouteDecision decide(const char* reader, const std::string& why) { return RouteD
 
 // aiter's _should_use_asm_kernel (aiter/ops/attention.py), called by
 // paged_attention_common; rule order as there, the first that fires names the reason.
+// The paged-attention policies do not route the latent cache (MLA has its own policies).
+void require_not_mla(const RouteInput& in, const char* policy) {
+  if (in.kv_lora_rank > 0)
+    throw std::invalid_argument(std::string("route: ") + policy +
+                                " routes paged attention, not an MLA step (kv_lora_rank " +
+                                std::to_string(in.kv_lora_rank) + "); use a vllm-rocm-mla-* policy");
+}
+
 RouteDecision aiter_rule(const RouteInput& in, bool asm_only_head_size_128) {
+  require_not_mla(in, asm_only_head_size_128 ? "aiter-b4885d2" : "aiter-pre-b4885d2");
   if (asm_only_head_size_128 && in.head_size != 128)
     return decide(kRocmReader, "head_size = " + std::to_string(in.head_size) + " != 128 (ASM kernel supports only 128)");
   if (in.high_precision == 2) return decide(kAsmReader, "high_precision = 2");
@@ -213,6 +228,7 @@ int64_t next_power_of_2(int64_t n) {
 
 // ccd7c05 / 6d80ae8: the 2d grid (total_num_q_blocks, num_kv_heads) against 128 programs.
 RouteDecision vllm_grid_rule(const RouteInput& in, BlockM block_m_rule, const char* policy) {
+  require_not_mla(in, policy);
   const int64_t kv = kv_heads(in), per_kv = in.num_heads / kv;
   const int64_t block_m = block_m_rule == BlockM::pow2_above_16 && per_kv > 16 ? next_power_of_2(per_kv) : 16;
   const int64_t block_q = block_m / per_kv;
@@ -232,6 +248,7 @@ RouteDecision vllm_grid_rule(const RouteInput& in, BlockM block_m_rule, const ch
 
 // 9c0ee99: num_seqs against seq_threshold_3D = MIN_LAUNCH_GRID_SIZE_2D // num_kv_heads (triton_attn.py).
 RouteDecision vllm_seq_threshold_rule(const RouteInput& in) {
+  require_not_mla(in, "vllm-unified-9c0ee99");
   if (in.max_query_len > 1) return decide(kUnified2dReader, prefill_reason(in));
   const int64_t kv = kv_heads(in), threshold = 128 / kv;
   const std::string numbers = "num_seqs = " + std::to_string(in.num_seqs);

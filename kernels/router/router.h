@@ -64,6 +64,15 @@
 // 128; v0.12.0's does not); whether v0.13.0 already has it, and which tag
 // first has 6d80ae8, were not verified: hence no alias for 6d80ae8.
 //
+// vLLM's ROCm AITER MLA backend (MLA steps only: RouteInput::kv_lora_rank > 0), choosing
+// between the ASM decode (mla_asm) and the Gluon kernel for <= 16 heads (mla_gluon_bh16):
+//   "vllm-rocm-mla-pre-50578" (fixture) fewer than 16 heads per rank -> Gluon, any cache dtype;
+//   "vllm-rocm-mla-50578"     (fixture) qlen 1 with a head count not dividing 16 -> ASM padded
+//                             to 16; other small-head steps -> Gluon, fp8 included;
+//   "vllm-rocm-mla-51011"     an fp8 cache never goes to Gluon; else as 50578.
+// 16 heads or more -> ASM under all three. Sources and what is not modelled: router/mla_rules.h.
+// The non-MLA policies above refuse an MLA step (std::invalid_argument).
+//
 // Pure host code; no kernel is launched. Tests add planted policies
 // (add_policy) and run one policy's cases under another's rule
 // (substitute_policy, `kvharness run --replace-router`).
@@ -82,6 +91,11 @@ inline constexpr const char* kRocmReader = "paged_attention_rocm";
 /// vLLM's unified Triton attention: the one-pass kernel and the split-K one (with reduce_segments).
 inline constexpr const char* kUnified2dReader = "unified_attention_2d";
 inline constexpr const char* kUnified3dReader = "unified_attention_3d";
+/// The MLA readers the vllm-rocm-mla-* policies choose between (kernels/readers/mla_variants.cpp):
+/// aiter's ASM MLA decode (mla_decode_fwd; >= 16 heads, fewer padded to 16) and its Gluon kernel
+/// for <= 16 heads (mla_decode_gluon; fp8 cache only at batch 1 with a bf16 query).
+inline constexpr const char* kMlaAsmReader = "mla_asm";
+inline constexpr const char* kMlaGluonReader = "mla_gluon_bh16";
 
 /// KV-cache element type as the router sees it.
 enum class CacheDtype { fp16, bf16, fp8, int8 };
@@ -113,6 +127,10 @@ struct RouteInput {
   int32_t cache_format = -1;     // kvh_cache_format of the case's cache; -1: the router picks it
   bool causal = true;
   std::string target;            // the case's named target, "" for the device or cus=N
+  // Appended for MLA (issue 22): kv_lora_rank > 0 makes the step an MLA decode over the latent
+  // cache (num_kv_heads 1, head_size = kv_lora_rank + qk_rope_head_dim); 0: paged attention.
+  // The query dtype is `dtype` above (the MLA readers take bf16 only).
+  int64_t kv_lora_rank = 0;
 };
 
 /// The decision: the reader, the policy that chose it, and why, naming the
@@ -132,12 +150,14 @@ struct RouteDecision {
 /// max_query_len tokens cannot add up to (num_query_tokens < num_seqs,
 /// > num_seqs * max_query_len, or max_query_len > num_query_tokens - num_seqs
 /// + 1; max_query_len < 1), or an input the policy's launcher rejects
-/// (vllm-unified-ccd7c05 with num_heads / num_kv_heads > 16).
+/// (vllm-unified-ccd7c05 with num_heads / num_kv_heads > 16), an MLA step (kv_lora_rank > 0)
+/// under a non-MLA policy or a non-MLA step under a vllm-rocm-mla-* policy.
 RouteDecision route(const std::string& policy, const RouteInput& in);
 
 /// Every accepted policy name, oldest first, each canonical name followed by
 /// its alias if it has one: {"aiter-pre-b4885d2", "aiter-v0.1.10.post3", "aiter-b4885d2", "aiter-v0.1.12",
-/// "vllm-unified-ccd7c05", "vllm-v0.9.2", "vllm-unified-6d80ae8", "vllm-unified-9c0ee99", "vllm-v0.14.0"},
+/// "vllm-unified-ccd7c05", "vllm-v0.9.2", "vllm-unified-6d80ae8", "vllm-unified-9c0ee99", "vllm-v0.14.0",
+/// "vllm-rocm-mla-pre-50578", "vllm-rocm-mla-50578", "vllm-rocm-mla-51011"},
 /// then any add_policy() names. add_policy() may invalidate the reference's iterators.
 const std::vector<std::string>& policy_names();
 /// The canonical name of a policy or alias ("aiter-v0.1.12" -> "aiter-b4885d2"); "" if unknown.

@@ -117,7 +117,8 @@ TEST(Router, UnknownPolicyListsTheKnownOnes) {
   }
   EXPECT_EQ(policy_names(), (std::vector<std::string>{"aiter-pre-b4885d2", kOld, "aiter-b4885d2", kNew,
                                                       "vllm-unified-ccd7c05", "vllm-v0.9.2", "vllm-unified-6d80ae8",
-                                                      "vllm-unified-9c0ee99", "vllm-v0.14.0"}));
+                                                      "vllm-unified-9c0ee99", "vllm-v0.14.0", "vllm-rocm-mla-pre-50578",
+                                                      "vllm-rocm-mla-50578", "vllm-rocm-mla-51011"}));
 }
 
 // Policies are named by the aiter commit of their rule; release tags are aliases that route alike.

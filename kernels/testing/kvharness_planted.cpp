@@ -106,6 +106,8 @@ const Mutant kMutants[] = {
     {"router", "aiter-b4885d2", "planted_router_seqs_only", ""},
     // ---- issue 22, int8 KV caches (part A) ----
     {"kernel", "reshape_and_cache_flash", "planted_int8_scales_heads_swapped", "writer=reshape_and_cache_flash"},
+    // MLA routing (issue 22): the routed MLA slice of cases/default.toml kills it.
+    {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "router/mla_rules.h"
+
 namespace kvh::testing {
 namespace {
 
@@ -41,6 +43,16 @@ RouteDecision one_cu(const RouteInput& in) { return rule(in, Knobs{false, true, 
 RouteDecision dtype_first(const RouteInput& in) { return rule(in, Knobs{false, false, true, false}); }
 RouteDecision seqs_only(const RouteInput& in) { return rule(in, Knobs{false, false, false, true}); }
 
+// ---- MLA (issue 22): vllm-rocm-mla-51011 with the bug of the issue put back: an fp8 cache at a
+// head count dividing 16 goes to the Gluon kernel again, whose fp8 mode needs batch 1 (a
+// batch > 1 is a misroute; cases/default.toml's routed MLA slice states the route). ----
+RouteDecision mla_small_heads(const RouteInput& in) {
+  if (in.kv_lora_rank > 0 && in.cache_dtype == CacheDtype::fp8 && in.num_heads < routing::mla::kMinAsmHeads &&
+      routing::mla::kMinAsmHeads % in.num_heads == 0 && in.max_query_len == 1)
+    return to(routing::kMlaGluonReader, "num_heads < 16 divides 16 (fp8 cache not tested)");
+  return routing::mla::rule_51011(in);
+}
+
 }  // namespace
 
 const std::vector<PlantedRouter>& planted_routers() {
@@ -51,6 +63,9 @@ const std::vector<PlantedRouter>& planted_routers() {
       {"planted_router_dtype_first", dtype_first,
        "high_precision 2 / int8 tested before the head-size test (rules reordered): head_size 256 goes to ASM"},
       {"planted_router_seqs_only", seqs_only, "ASM when num_seqs > 2*CUs (num_heads forgotten)"},
+      // MLA (issue 22)
+      {"planted_mla_router_small_heads", mla_small_heads,
+       "vllm-rocm-mla-51011 with fp8 caches of < 16 heads sent to the Gluon kernel again (batch 1 only)"},
   };
   return r;
 }

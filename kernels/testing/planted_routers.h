@@ -13,7 +13,8 @@ struct PlantedRouter {
   const char* bug;
 };
 
-/// Every planted policy: planted_router_ge_threshold, _one_cu, _dtype_first, _seqs_only.
+/// Every planted policy: planted_router_ge_threshold, _one_cu, _dtype_first, _seqs_only,
+/// planted_mla_router_small_heads.
 const std::vector<PlantedRouter>& planted_routers();
 
 /// Adds them to the routing policies (routing::add_policy), not as fixtures.

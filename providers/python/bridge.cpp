@@ -401,8 +401,8 @@ int py_workspaces(void* ctx, const kvh_attention_args* a, kvh_workspace_spec* sp
 // ---- routers (kvharness 0.5) ----
 
 const char* cache_format_or_none(int32_t f) {
-  static const char* const names[] = {"flash", "pa_v1", "shuffle", "hnd"};
-  return f >= 0 && f <= 3 ? names[f] : nullptr;
+  static const char* const names[] = {"flash", "pa_v1", "shuffle", "hnd", "mla"};
+  return f >= 0 && f <= 4 ? names[f] : nullptr;
 }
 
 /// The routing inputs as the Python router gets them (providers/python/README.md): names for
@@ -426,6 +426,8 @@ py::dict route_kwargs(const kvh_route_args& a) {
   kw["high_precision"] = a.high_precision;
   kw["causal"] = a.causal != 0;
   kw["target"] = a.target ? a.target : "";
+  // kvharness 0.6: an MLA step's kv_lora_rank (0: paged attention); older harnesses do not send it.
+  kw["kv_lora_rank"] = KVH_HAS_FIELD(&a, kvh_route_args, kv_lora_rank) ? a.kv_lora_rank : int64_t(0);
   return kw;
 }
 

@@ -11,6 +11,8 @@ Kernels (names as the harness sees them):
   triton_fixture_shuffle_contiguous  writer, "shuffle", fixture: KNOWN BAD on purpose
   triton_unified_attention           reader, cache_format "flash" (NHD), ragged queries (query_start_loc)
   triton_unified_attention_splitk    the same, split-K with typed workspaces
+  triton_mla_decode                  reader, cache_format "mla": absorbed MLA decode over the latent
+                                     cache, split-K (MLA_NUM_SPLITS splits) and a reduce (issue 22)
 
 Shapes (outermost first, elements; x = 16 // element_size, 8 for fp16/bf16):
   key, value     [num_tokens, num_kv_heads, head_size], any strides
@@ -22,6 +24,9 @@ Shapes (outermost first, elements; x = 16 // element_size, 8 for fp16/bf16):
   block_tables   [num_seqs, max_blocks_per_seq] int32; context_lens [num_seqs] int32
   NHD caches     key_cache, value_cache [num_blocks, block_size, num_kv_heads, head_size] (ragged readers)
   query_start_loc [num_seqs + 1] int32, seq_lens [num_seqs] int32 (ragged readers)
+  MLA (R = kv_lora_rank = out.shape[2], P = qk_rope_head_dim = query.shape[2] - R)
+                 key_cache = value_cache = the latent cache [num_blocks, block_size, R + P];
+                 query [num_query_tokens, num_heads, R + P], out [num_query_tokens, num_heads, R]
 
 Every address is built from the strides of the views the harness hands over
 (tensor.stride(), in elements) in int64 arithmetic, so blocks-first interleaved
@@ -842,3 +847,227 @@ def triton_unified_attention_splitk(out, query, key_cache, value_cache, block_ta
     _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
                    k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
                    softcap, sinks, alibi_slopes, split=True, workspaces=workspaces)
+
+
+# --------------------------------------------------------------------------- #
+# MLA: absorbed multi-head latent attention decode over the latent cache (issue 22)
+# --------------------------------------------------------------------------- #
+# provider.h's KVH_CACHE_MLA reader semantics: one latent head of R + P elements per token
+# (R = kv_lora_rank, P = qk_rope_head_dim) shared by every query head;
+#   score(h, t) = scale * k_scale * (q[h, :R] . c[t, :R] + q[h, R:] . c[t, R:]),
+#   out[h] = k_scale * sum_t softmax_t(score) c[t, :R]   (fp8 caches: c holds the codes).
+# Ragged (MTP / speculative decode): sequence s owns query rows query_start_loc[s] .. and its
+# query token j sits at p = L_s - q_s + j; causal: it sees keys t <= p.
+#
+# Grid (num_seqs * max_query_len, head blocks, MLA_NUM_SPLITS): program (s * max_query_len + j,
+# hb, c) takes query token j of sequence s (returns past q_s) for heads hb*BLOCK_H .., and the
+# keys of split c: the visible keys [0, hi) cut into MLA_NUM_SPLITS chunks of TILE_T-aligned
+# length. Per tile of TILE_T keys (each key's page looked up in block_tables), the latent part
+# and the rope part are loaded separately (two tl.dot for the score), the latent tile is reused
+# as the value; online softmax in float32. Each program stores (m, l, acc) to the typed
+# workspaces mla_max, mla_sum [num_query_tokens, num_heads, splits], mla_out [..., splits, R + P]
+# (an empty split stores m = -inf, l = 0, acc = 0); the reduce, one program per (query row,
+# head), merges the splits and writes out = k_scale * acc / l.
+
+#: Splits of every sequence's keys (fixed: the reader has no planner).
+MLA_NUM_SPLITS = 4
+#: Query heads per program (tl.dot needs >= 16 rows; fewer heads are masked).
+_MLA_BLOCK_H = 16
+#: Keys per tile.
+_MLA_TILE_T = 16
+#: fp8 e4m3fnuz (MI300's format) converts in Triton on ROCm only.
+_MLA_DECLARED_CACHE_DTYPES = ("fp16", "bf16", "fp8_e4m3fn") + (("fp8_e4m3fnuz",) if torch.version.hip else ())
+_MLA_CACHE_DTYPES = (torch.float16, torch.bfloat16) + tuple(
+    getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz") if hasattr(torch, n))
+
+
+@triton.jit
+def _mla_decode_kernel(
+    q_ptr, cache_ptr, block_tables_ptr, seq_lens_ptr, query_start_loc_ptr, k_scale_ptr,
+    ws_max_ptr, ws_sum_ptr, ws_out_ptr,
+    q_s0, q_s1, q_s2, c_s0, c_s1, c_s2, bt_s0, bt_s1, sl_s0, qsl_s0,
+    wm_s0, wm_s1, wm_s2, wo_s0, wo_s1, wo_s2, wo_s3,
+    num_heads, max_query_len, block_size, scale,
+    R: tl.constexpr, P: tl.constexpr, R_PAD: tl.constexpr, P_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
+    TILE_T: tl.constexpr, NUM_SPLITS: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    seq = tl.program_id(0).to(tl.int64) // max_query_len
+    j = tl.program_id(0).to(tl.int64) % max_query_len
+    split = tl.program_id(2).to(tl.int64)
+    q_start = tl.load(query_start_loc_ptr + seq * qsl_s0).to(tl.int64)
+    q_len = tl.load(query_start_loc_ptr + (seq + 1) * qsl_s0).to(tl.int64) - q_start
+    if j >= q_len:
+        return
+    seq_len = tl.load(seq_lens_ptr + seq * sl_s0).to(tl.int64)
+    token = q_start + j
+    hi = seq_len
+    if CAUSAL:
+        hi = seq_len - q_len + j + 1
+    chunk = tl.cdiv(tl.cdiv(hi, NUM_SPLITS), TILE_T) * TILE_T
+    lo = split * chunk
+    end = tl.minimum(hi, lo + chunk)
+
+    h = tl.program_id(1).to(tl.int64) * BLOCK_H + tl.arange(0, BLOCK_H).to(tl.int64)
+    h_ok = h < num_heads
+    dr = tl.arange(0, R_PAD).to(tl.int64)
+    dp = tl.arange(0, P_PAD).to(tl.int64)
+    r_ok = dr < R
+    p_ok = dp < P
+    q_row = q_ptr + token * q_s0 + h[:, None] * q_s1
+    q_lat = tl.load(q_row + dr[None, :] * q_s2, mask=h_ok[:, None] & r_ok[None, :], other=0.0)
+    q_rope = tl.load(q_row + (R + dp[None, :]) * q_s2, mask=h_ok[:, None] & p_ok[None, :], other=0.0)
+    qk_scale = scale * tl.load(k_scale_ptr)
+
+    m = tl.full([BLOCK_H], float("-inf"), dtype=tl.float32)
+    l = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_H, R_PAD], dtype=tl.float32)
+    bt_row = block_tables_ptr + seq * bt_s0
+    off = tl.arange(0, TILE_T).to(tl.int64)
+    for t0 in range(lo, end, TILE_T):
+        t = t0 + off
+        t_ok = t < end
+        page = tl.load(bt_row + (t // block_size) * bt_s1, mask=t_ok, other=0).to(tl.int64)
+        row = cache_ptr + page * c_s0 + (t % block_size) * c_s1
+        c_lat = tl.load(row[:, None] + dr[None, :] * c_s2, mask=t_ok[:, None] & r_ok[None, :], other=0.0)
+        c_rope = tl.load(row[:, None] + (R + dp[None, :]) * c_s2, mask=t_ok[:, None] & p_ok[None, :], other=0.0)
+        # fp8 codes are exact in the query's 16-bit type; the scale is applied once, outside.
+        s = tl.dot(q_lat, tl.trans(c_lat.to(q_lat.dtype)), out_dtype=tl.float32)
+        s += tl.dot(q_rope, tl.trans(c_rope.to(q_rope.dtype)), out_dtype=tl.float32)
+        s = tl.where(t_ok[None, :] & h_ok[:, None], s * qk_scale, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp(m - m_safe)
+        p = tl.exp(s - m_safe[:, None])
+        acc = acc * alpha[:, None] + tl.dot(p, c_lat.to(tl.float32), input_precision="ieee")
+        l = l * alpha + tl.sum(p, axis=1)
+        m = m_new
+
+    w = token * wm_s0 + h * wm_s1 + split * wm_s2
+    tl.store(ws_max_ptr + w, m, mask=h_ok)
+    tl.store(ws_sum_ptr + w, l, mask=h_ok)
+    tl.store(ws_out_ptr + (token * wo_s0 + h * wo_s1 + split * wo_s2)[:, None] + (dr * wo_s3)[None, :], acc,
+             mask=h_ok[:, None] & r_ok[None, :])
+
+
+@triton.jit
+def _mla_reduce_kernel(
+    out_ptr, k_scale_ptr, ws_max_ptr, ws_sum_ptr, ws_out_ptr,
+    o_s0, o_s1, o_s2, wm_s0, wm_s1, wm_s2, wo_s0, wo_s1, wo_s2, wo_s3,
+    R: tl.constexpr, R_PAD: tl.constexpr, NUM_SPLITS: tl.constexpr,
+):
+    token = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1).to(tl.int64)
+    d = tl.arange(0, R_PAD).to(tl.int64)
+    d_ok = d < R
+    w = token * wm_s0 + head * wm_s1
+    big_m = tl.load(ws_max_ptr + w)
+    big_l = tl.load(ws_sum_ptr + w)
+    acc = tl.load(ws_out_ptr + token * wo_s0 + head * wo_s1 + d * wo_s3, mask=d_ok, other=0.0)
+    for c in range(1, NUM_SPLITS):
+        m_c = tl.load(ws_max_ptr + w + c * wm_s2)
+        l_c = tl.load(ws_sum_ptr + w + c * wm_s2)
+        o_c = tl.load(ws_out_ptr + token * wo_s0 + head * wo_s1 + c * wo_s2 + d * wo_s3, mask=d_ok, other=0.0)
+        m_new = tl.maximum(big_m, m_c)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        c_old = tl.exp(big_m - m_safe)
+        c_new = tl.exp(m_c - m_safe)
+        big_l = big_l * c_old + l_c * c_new
+        acc = acc * c_old + o_c * c_new
+        big_m = m_new
+    denom = tl.where(big_l > 0.0, big_l, 1.0)
+    result = acc * (tl.load(k_scale_ptr) / denom)
+    tl.store(out_ptr + token * o_s0 + head * o_s1 + d * o_s2, result.to(out_ptr.dtype.element_ty), mask=d_ok)
+
+
+def _mla_workspaces(*, query, **_):
+    """Typed workspaces of triton_mla_decode: float32 partials per (query row, head, split). A workspaces
+    function does not see `out`, so mla_out is R + P wide (query's last dim); only its first R columns are used."""
+    n, h, d = (int(x) for x in query.shape)
+    return [("mla_max", (n, h, MLA_NUM_SPLITS), "float32"), ("mla_sum", (n, h, MLA_NUM_SPLITS), "float32"),
+            ("mla_out", (n, h, MLA_NUM_SPLITS, d), "float32")]
+
+
+def _mla_scale_tensor(k_scale, k_scales, k_scale_tensor, device):
+    """The per-tensor dequant scale as a float32 [1] device tensor (never a host sync)."""
+    for t in (k_scales, k_scale_tensor):
+        if t is not None:
+            if t.dtype != torch.float32 or t.numel() != 1:
+                raise ValueError(f"k_scales: {t.dtype} {tuple(t.shape)}, expected float32 [1] (per-tensor scale)")
+            return t
+    return torch.full((1,), float(k_scale), dtype=torch.float32, device=device)
+
+
+@reader("triton_mla_decode", cache_format="mla", dtypes=("fp16", "bf16"), head_sizes=(576,),  # R 512 + P 64
+        cache_dtypes=_MLA_DECLARED_CACHE_DTYPES, kv_scales=("none", "tensor"),
+        max_query_len=16, modifiers=("non_causal",), workspaces=_mla_workspaces,
+        description="Triton absorbed MLA decode over the latent cache [num_blocks, block_size, R + P]: split-K "
+                    f"({MLA_NUM_SPLITS} splits, typed float32 workspaces mla_max/mla_sum/mla_out) and a reduce; "
+                    "decode and multi-token decode (up to 16 tokens), fp16/bf16 and fp8 per-tensor caches")
+def triton_mla_decode(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len,
+                      scale, k_scale, v_scale, partition_size=0, query_start_loc=None, seq_lens=None,
+                      max_query_len=None, causal=True, k_scales=None, k_scale_tensor=None, workspaces=None, **_):
+    """Writes out [num_query_tokens, num_heads, R] in place (provider.h's KVH_CACHE_MLA reader)."""
+    for name, t, n in (("query", query, 3), ("out", out, 3), ("key_cache", key_cache, 3),
+                       ("block_tables", block_tables, 2), ("context_lens", context_lens, 1)):
+        _check_dims(name, t, n)
+    num_tokens, num_heads, d = (int(x) for x in query.shape)
+    r = int(out.shape[2])
+    p = d - r
+    if tuple(out.shape[:2]) != (num_tokens, num_heads) or p < 1:
+        raise ValueError(f"out: shape {tuple(out.shape)}, expected [{num_tokens}, {num_heads}, kv_lora_rank < {d}]")
+    if int(key_cache.shape[1]) != int(block_size) or int(key_cache.shape[2]) != d:
+        raise ValueError(f"key_cache: shape {tuple(key_cache.shape)}, expected [num_blocks, block_size = "
+                         f"{block_size}, kv_lora_rank + qk_rope_head_dim = {d}] (mla)")
+    if value_cache is not None and (value_cache.data_ptr() != key_cache.data_ptr() or
+                                    tuple(value_cache.shape) != tuple(key_cache.shape)):
+        raise ValueError("value_cache: expected the latent cache itself (key_cache's view)")
+    for name, t in (("query", query), ("out", out)):
+        if t.dtype not in _SUPPORTED_DTYPES or t.dtype != query.dtype:
+            raise ValueError(f"{name}: dtype {t.dtype}; expected float16 or bfloat16, that of query ({query.dtype})")
+    if key_cache.dtype not in _MLA_CACHE_DTYPES or (key_cache.element_size() == 2 and key_cache.dtype != query.dtype):
+        raise ValueError(f"key_cache: dtype {key_cache.dtype}; expected query's dtype or an fp8 dtype")
+    num_seqs = int(block_tables.shape[0])
+    if query_start_loc is None:  # a direct decode call
+        query_start_loc = torch.arange(num_seqs + 1, dtype=torch.int32, device=query.device)
+        max_query_len = 1
+    if seq_lens is None:
+        seq_lens = context_lens
+    for name, t, n in (("query_start_loc", query_start_loc, num_seqs + 1), ("seq_lens", seq_lens, num_seqs)):
+        if t.dtype != torch.int32 or tuple(t.shape) != (n,):
+            raise ValueError(f"{name}: {t.dtype} {tuple(t.shape)}, expected int32 [{n}]")
+    if block_tables.dtype != torch.int32:
+        raise ValueError(f"block_tables: dtype {block_tables.dtype}, expected torch.int32")
+    if max_query_len is None:
+        max_query_len = int((query_start_loc[1:] - query_start_loc[:-1]).max()) if num_seqs else 0
+    scale_t = _mla_scale_tensor(k_scale, k_scales, k_scale_tensor, query.device)
+    want = {n: shape for n, shape, _ in _mla_workspaces(query=query)}
+    if not workspaces:  # a direct call: its own
+        workspaces = {n: torch.empty(shape, dtype=torch.float32, device=out.device) for n, shape in want.items()}
+    for n, shape in want.items():
+        t = workspaces.get(n)
+        if t is None or tuple(t.shape) != shape or t.dtype != torch.float32:
+            raise ValueError(f"workspaces[{n!r}]: {None if t is None else (t.dtype, tuple(t.shape))}, "
+                             f"expected float32 {shape}")
+    ws_m, ws_l, ws_o = workspaces["mla_max"], workspaces["mla_sum"], workspaces["mla_out"]
+    if ws_l.stride() != ws_m.stride():
+        raise ValueError(f"workspaces['mla_sum']: strides {ws_l.stride()} differ from mla_max's {ws_m.stride()}")
+    _check_gpu([("out", out), ("query", query), ("key_cache", key_cache), ("block_tables", block_tables),
+                ("query_start_loc", query_start_loc), ("seq_lens", seq_lens), ("k_scale", scale_t),
+                ("workspaces['mla_out']", ws_o)])
+    if num_seqs == 0 or num_tokens == 0 or int(max_query_len) <= 0:
+        return
+    r_pad, p_pad = max(16, triton.next_power_of_2(r)), max(16, triton.next_power_of_2(p))
+    grid = (num_seqs * int(max_query_len), triton.cdiv(num_heads, _MLA_BLOCK_H), MLA_NUM_SPLITS)
+    with torch.cuda.device(out.device):
+        _mla_decode_kernel[grid](
+            query, key_cache, block_tables, seq_lens, query_start_loc, scale_t, ws_m, ws_l, ws_o,
+            *query.stride(), *key_cache.stride(), block_tables.stride(0), block_tables.stride(1),
+            seq_lens.stride(0), query_start_loc.stride(0), *ws_m.stride(), *ws_o.stride(),
+            num_heads, int(max_query_len), int(block_size), float(scale),
+            R=r, P=p, R_PAD=r_pad, P_PAD=p_pad, BLOCK_H=_MLA_BLOCK_H, TILE_T=_MLA_TILE_T,
+            NUM_SPLITS=MLA_NUM_SPLITS, CAUSAL=bool(causal), num_warps=4, num_stages=1,
+        )
+        _mla_reduce_kernel[(num_tokens, num_heads)](
+            out, scale_t, ws_m, ws_l, ws_o, *out.stride(), *ws_m.stride(), *ws_o.stride(),
+            R=r, R_PAD=r_pad, NUM_SPLITS=MLA_NUM_SPLITS, num_warps=4,
+        )

@@ -37,6 +37,9 @@ What each test detects:
   test_varlen_check_rejects_causal_off_by_one
                                    known-bad for the varlen check: an output that lets each query token see
                                    the next one (the reference with the causal mask off by one) is rejected
+  test_mla_decode                  triton_mla_decode (issue 22) against a float64 absorbed-MLA reference: 5..128
+                                   heads, pages of 1/16/64 in shuffled order, decode and MTP rows, causal and not,
+                                   16-bit and fp8 e4m3fn caches; a rope-dropping output is shown to fail the check
   test_triton_findings_through_the_bridge
                                    kvharness 0.5 on real Triton: a kernel that does not compile for head
                                    size 96 is the bridge's error text naming the provider's launch line (and
@@ -801,10 +804,83 @@ def test_triton_findings_through_the_bridge():
     assert torch.equal(_bits(cache), _bits(key128)), "head size 128 runs and copies bit-exactly"
 
 
+# ---- issue 22: triton_mla_decode against a float64 torch reference of provider.h's MLA reader ----
+def _mla_reference(query, cache_vals, block_tables, seq_lens, qsl, block_size, scale, r, causal, drop_rope=False):
+    """out [rows, H, R] in float64: score over all R + P dims (the latent part only if drop_rope), value c[:, :R]."""
+    out = torch.zeros(query.shape[0], query.shape[1], r, dtype=torch.float64)
+    for s in range(block_tables.shape[0]):
+        q0, q1, n = int(qsl[s]), int(qsl[s + 1]), int(seq_lens[s])
+        t = torch.arange(n)
+        rows = cache_vals[block_tables[s].long()[t // block_size], t % block_size]          # [n, R + P]
+        keys = rows[:, :r] if drop_rope else rows
+        q = query[q0:q1].double()[..., :keys.shape[1]]
+        sc = torch.einsum("qhd,td->qht", q, keys) * scale
+        if causal:
+            pos = n - (q1 - q0) + torch.arange(q1 - q0).view(-1, 1, 1)
+            sc = sc.masked_fill(t.view(1, 1, -1) > pos, float("-inf"))
+        out[q0:q1] = torch.einsum("qht,tr->qhr", torch.softmax(sc, -1), rows[:, :r])
+    return out
+
+
+def _mla_case(heads, block_size, qlens, lens, dtype, cache_dtype, causal=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    r, p = 512, 64
+    pages = [-(-n // block_size) for n in lens]
+    num_blocks = sum(pages) + 3
+    perm = torch.randperm(num_blocks, generator=g)[:sum(pages)]  # pages in shuffled order
+    bt = torch.full((len(lens), max(pages)), num_blocks + 7, dtype=torch.int32)  # padding: out of range
+    k = 0
+    for s, n in enumerate(pages):
+        bt[s, :n] = perm[k:k + n].to(torch.int32)
+        k += n
+    vals = torch.randn(num_blocks, block_size, r + p, generator=g, dtype=torch.float64)
+    k_scale = 0.05 if cache_dtype is not None else 1.0
+    if cache_dtype is not None:
+        cache = (vals / k_scale).clamp(-400, 400).to(cache_dtype)
+        cache_vals = cache.double() * k_scale
+    else:
+        cache = vals.to(dtype)
+        cache_vals = cache.double()
+    qsl = torch.tensor([0] + list(torch.tensor(qlens).cumsum(0)), dtype=torch.int32)
+    query = (torch.randn(int(qsl[-1]), heads, r + p, generator=g) * 0.3).to(dtype)
+    return query, cache, cache_vals, bt, torch.tensor(lens, dtype=torch.int32), qsl, k_scale
+
+
+def test_mla_decode():
+    """triton_mla_decode: 16/64/128 and 5 heads, pages of 1/16/64, decode and MTP rows, causal and not,
+    bf16/fp16 and fp8 e4m3fn caches; NaN-poisoned out; a rope-dropping output is rejected by the same check."""
+    scale = 1.0 / (192 ** 0.5)  # DeepSeek: 1/sqrt(qk_nope 128 + qk_rope 64)
+    fp8 = getattr(torch, "float8_e4m3fn", None)
+    for heads, bs, qlens, lens, dt, cdt, causal in (
+            (16, 1, [1, 1, 1], [1, 77, 300], torch.bfloat16, None, True),
+            (128, 16, [1, 1], [33, 1000], torch.bfloat16, None, True),
+            (64, 64, [2, 4, 1], [5, 130, 64], torch.float16, None, True),
+            (5, 16, [3, 8], [3, 200], torch.bfloat16, None, False),
+            (16, 16, [1, 2], [90, 400], torch.bfloat16, fp8, True)):
+        if cdt is fp8 and fp8 is None:
+            continue
+        q, cache, cache_vals, bt, sl, qsl, ks = _mla_case(heads, bs, qlens, lens, dt, cdt, causal, seed=heads + bs)
+        out = torch.full((q.shape[0], heads, 512), float("nan"), dtype=dt, device=DEVICE)
+        qd, cd, btd, sld, qsld = (x.to(DEVICE) for x in (q, cache, bt, sl, qsl))
+        kst = torch.tensor([ks], dtype=torch.float32, device=DEVICE)
+        kt.triton_mla_decode(out, qd, cd, cd, btd, sld, bs, max(lens), scale, ks, ks, query_start_loc=qsld,
+                             seq_lens=sld, max_query_len=max(qlens), causal=causal,
+                             k_scales=kst if cdt is not None else None, k_scale_tensor=kst)
+        _sync()
+        want = _mla_reference(q, cache_vals, bt, sl, qsl, bs, scale, 512, causal)
+        got = out.double().cpu()
+        err = (got - want).abs().max().item()
+        tol = 2e-2 if dt is torch.bfloat16 else 4e-3
+        print(f"  heads {heads} bs {bs} q {qlens} L {lens} {dt} cache {cdt} causal {causal}: max err {err:.2e}")
+        assert torch.isfinite(got).all() and err < tol, f"max err {err} >= {tol}"
+        wrong = _mla_reference(q, cache_vals, bt, sl, qsl, bs, scale, 512, causal, drop_rope=True)
+        assert (wrong - want).abs().max().item() > tol, "the check cannot tell a rope-dropping output apart"
+
+
 TESTS = [test_writers_all_layouts, test_fixture_fails_exactly_on_interleaved_and_padded,
          test_writers_more_than_65535_blocks, test_readers, test_reader_check_rejects_dropped_token,
          test_reader_large_block_ids, test_bad_arguments_raise, test_varlen_readers, test_varlen_decode_call,
-         test_varlen_check_rejects_causal_off_by_one, test_triton_findings_through_the_bridge]
+         test_varlen_check_rejects_causal_off_by_one, test_triton_findings_through_the_bridge, test_mla_decode]
 
 
 def main(argv):

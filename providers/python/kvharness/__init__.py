@@ -36,7 +36,8 @@ __all__ = ["writer", "reader", "router", "Unsupported", "Kernel", "CACHE_FORMATS
            "WORKSPACE_DTYPES", "ANY_QUERY_LEN", "READER_ARGS"]
 
 #: Cache format names (case files, reports) -> kvh_cache_format.
-CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3}
+CACHE_FORMATS = {"flash": 0, "pa_v1": 1, "shuffle": 2, "hnd": 3,
+                 "mla": 4}  # kvharness 0.6: MLA's latent cache (provider.h KVH_CACHE_MLA)
 #: K/V/query dtype names -> kvh_dtype.
 DTYPES = {"fp16": 1, "bf16": 2}
 #: KV-cache element type names -> kvh_dtype. An fp8 cache reaches the kernel as a
@@ -81,7 +82,8 @@ ROLE_WRITER, ROLE_READER, ROLE_ROUTER = 1, 2, 3
 #: granularities as case files spell them; cache_format None: the router picks the cache format).
 ROUTE_ARGS = ("num_seqs", "num_heads", "num_kv_heads", "head_size", "block_size", "num_query_tokens",
               "max_query_len", "max_context_len", "compute_units", "dtype", "cache_dtype", "kv_scales",
-              "cache_format", "high_precision", "causal", "target")
+              "cache_format", "high_precision", "causal", "target",
+              "kv_lora_rank")  # kvharness 0.6: > 0 for an MLA step
 
 
 class Unsupported(Exception):

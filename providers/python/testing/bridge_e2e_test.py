@@ -41,6 +41,7 @@ PLANTED = "providers/python/testing/kvharness_planted.py"
 FINDINGS = "providers/python/testing/kvharness_findings.py"
 FINDINGS_STACK = "providers/python/testing/kvharness_findings_stack.py"
 UNIMPORTABLE = "providers/python/testing/kvharness_unimportable.py"
+MLA_TORCH = "providers/python/testing/kvharness_mla_torch.py"
 FAILURES = []
 
 # The layouts an x-split cache has (packed is NHD only), from cases/layout.h.
@@ -124,6 +125,74 @@ def triton_case_file(args):
     passes = {c["layout"] for c in fx if c["verdict"] == "PASS"}
     check(fails == {"interleaved", "padded"} and passes >= {"separate", "kv_first"} and not fails & passes,
           f"the fixture FAILs on interleaved and padded only: fails {sorted(fails)}, passes {sorted(passes)}")
+
+
+# The MLA readers' cases (issue 22): pages of 1, 16 and 64 tokens, 16 and 4 heads, decode and MTP rows.
+MLA_CASES = """
+[[attention]]
+models = ["DeepSeek-V2-Lite"]
+tp = [1, 4]
+batch_sizes = [3]
+context_lens = [1, 90]
+block_sizes = [1, 16, 64]
+dtypes = ["bf16", "fp16"]
+readers = ["torch_mla_decode", "fixture_torch_mla_rope_ignored"]
+
+[[attention.expected_failure]]
+filter = "reader=fixture_torch_mla_rope_ignored"
+component = "reader"
+reasons = ["mismatch"]
+why = "known-bad: the score ignores the rope part"
+
+[[attention]]
+models = ["DeepSeek-V2-Lite"]
+tp = 4
+batch_sizes = [3]
+query_lens = [[2, 4]]
+context_lens = [4, 90]
+block_sizes = [16]
+dtypes = ["bf16"]
+kv_cache_dtype = ["bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"]
+kv_scales = ["none", "tensor"]
+readers = ["torch_mla_decode", "fixture_torch_mla_rope_ignored"]
+
+[[attention.expected_failure]]
+filter = "reader=fixture_torch_mla_rope_ignored"
+component = "reader"
+reasons = ["mismatch"]
+why = "known-bad: the score ignores the rope part"
+"""
+
+
+def mla_torch(args):
+    """The bridge's MLA side (cache format "mla", the latent cache as key_cache and value_cache, ragged
+    rows): a torch MLA reader passes against the harness's reference, its rope-ignoring twin fails."""
+    os.makedirs(args.out + "-cases", exist_ok=True)  # beside the report directory, which kvharness owns
+    path = os.path.join(args.out + "-cases", "mla_torch.toml")
+    with open(path, "w") as f:
+        f.write(MLA_CASES)
+    p = run(args, "run", path, "--provider", "python:" + MLA_TORCH, "--report-dir", args.out, "--no-progress")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(args.out)
+    good = [c for c in cases if c.get("reader") == "torch_mla_decode"]
+    bad = [(c["id"], c["verdict"], (c["detail"] or "")[:200]) for c in good if c["verdict"] != "PASS"]
+    check(len(good) >= 17 and not bad, f"torch_mla_decode: {len(good)} cases, all PASS {bad[:3]}")
+    check({c["block_size"] for c in good} == {1, 16, 64}, "pages of 1, 16 and 64 tokens")
+    check({c["kv_cache_dtype"] for c in good} >= {"fp8_e4m3fn", "fp8_e4m3fnuz"}, "fp8 caches (uint8 codes, k_scales)")
+    fx = [c for c in cases if c.get("reader") == "fixture_torch_mla_rope_ignored"]
+    fails = [c for c in fx if c["verdict"] == "FAIL"]
+    check(fx and len(fails) == len(fx), f"the rope-ignoring fixture FAILs all {len(fx)} cases ({len(fails)})")
+
+
+def triton_mla_case_file(args):
+    """cases/triton_mla.toml with the torch MLA reader standing in under triton_mla_decode."""
+    p = run(args, "run", "cases/triton_mla.toml", "--provider",
+            "python:providers/python/testing/kvharness_triton_names.py", "--report-dir", args.out, "--no-progress")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(args.out)
+    bad = [(c["id"], c["verdict"]) for c in cases if c["verdict"] != "PASS"]
+    mine = [c for c in cases if c.get("reader") == "triton_mla_decode"]
+    check(mine and not bad, f"{len(cases)} cases ({len(mine)} triton_mla_decode) all PASS {bad[:3]}")
 
 
 def planted_failures(args):
@@ -458,7 +527,8 @@ def abi_v1_provider_cli(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("test", choices=["torch_cases", "planted_failures", "findings", "unimportable_module", "abi_v1_provider_cli",
-                                     "standalone_bridge", "virtualenv", "triton_case_file", "timing_cpu"])
+                                     "standalone_bridge", "virtualenv", "triton_case_file", "timing_cpu",
+                                     "mla_torch", "triton_mla_case_file"])
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)

@@ -48,6 +48,16 @@ class Decorators(unittest.TestCase):
         self.assertEqual(kvharness.CACHE_FORMATS["hnd"], 3)  # KVH_CACHE_HND
         self.assertEqual(kvharness.CACHE_FORMATS["flash"], 0)  # KVH_CACHE_NHD
 
+    def test_mla_readers_and_int8_caches_register_with_the_abi_codes(self):  # kvharness 0.6 (issue 22)
+        kvharness.reader("t_mla", cache_format="mla", cache_dtypes=("bf16", "fp8_e4m3fn"), kv_scales=("none", "tensor"),
+                         max_query_len=8)(lambda **kw: None)
+        self.assertEqual(kvharness._KERNELS[-1].cache_format, "mla")
+        self.assertEqual(kvharness.CACHE_FORMATS["mla"], 4)  # KVH_CACHE_MLA
+        self.assertEqual(kvharness.CACHE_DTYPES["int8"], 8)  # KVH_DT_I8
+        self.assertIn("kv_lora_rank", kvharness.ROUTE_ARGS)
+        with self.assertRaisesRegex(ValueError, "cache_format 'latent'"):
+            kvharness.reader("t_latent", cache_format="latent")(lambda **kw: None)
+
     def test_bad_declarations_raise_at_import(self):
         for kwargs, text in (({"cache_format": "nhd"}, "cache_format 'nhd'"),
                              ({"cache_format": "flash", "dtypes": ("fp32",)}, "dtypes"),
