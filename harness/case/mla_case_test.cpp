@@ -4,6 +4,8 @@
 // that raises, refuses or builds a malformed plan, and a kernel that writes its plan.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -54,6 +56,7 @@ TEST(MlaCase, MlaDecodePassesDecodeAndMultiTokenDecodeOnEveryPage) {
   const Registry reg;
   for (int64_t bs : {1, 16, 64}) {
     const CaseResult d = run_decode_case(mla_case("mla_decode", 16, bs), reg, {});
+    if (std::getenv("KVH_PEEK")) std::printf("bs %ld: %s\n", long(bs), d.v.detail.c_str());
     EXPECT_EQ(d.v.status, Status::Pass) << bs << ": " << d.v.detail;
     const CaseResult m = run_decode_case(mtp(mla_case("mla_decode", 16, bs)), reg, {});
     EXPECT_EQ(m.v.status, Status::Pass) << bs << ": " << m.v.detail;
@@ -95,6 +98,7 @@ TEST(MlaCase, EachPlantedReaderFailsNamingTheReader) {
   for (const char* m : {"planted_mla_rope_ignored", "planted_mla_value_last512", "planted_mla_splits_ignored",
                         "planted_mla_block_size_one"}) {
     const CaseResult r = run_decode_case(mla_case(m), reg, {});
+    if (std::getenv("KVH_PEEK")) std::printf("%s: %s\n", m, r.v.detail.c_str());
     EXPECT_EQ(r.v.status, Status::Fail) << m << ": " << r.v.detail;
     EXPECT_EQ(r.v.component, "reader") << m;
     EXPECT_TRUE(r.v.reason == "mismatch" || r.v.reason == "nan_or_inf") << m << ": " << r.v.reason;
