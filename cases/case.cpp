@@ -129,6 +129,17 @@ std::string query_part(const Case& c) {
 }
 }  // namespace
 
+namespace {
+// "mlaR+P/" of an MLA case ("mlaR+PnN/" when the default scale comes from a nope dim other than 128);
+// "" otherwise (ids of other cases stay).
+std::string mla_part(const Case& c) {
+  if (!c.mla()) return "";
+  const bool nope = c.softmax_scale == 0 && c.qk_nope_head_dim != 128;
+  return fmt::format("mla{}+{}{}/", c.kv_lora_rank, c.qk_rope_head_dim,
+                     nope ? fmt::format("n{}", c.qk_nope_head_dim) : std::string());
+}
+}  // namespace
+
 std::string Case::id() const {
   const std::string ctx = context_part(*this);
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
@@ -149,9 +160,10 @@ std::string Case::id() const {
   if (alibi) mods += "/alibi";
   if (tp_rank != 0) mods += fmt::format("/rank{}", tp_rank);
   if (partition_size != 0) mods += fmt::format("/ps{}", partition_size);
-  return fmt::format("{}/{}/tp{}/hd{}/{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
-                     to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx, kernels_of(*this), hp,
-                     vals, mods, seed);
+  if (softmax_scale != 0) mods += fmt::format("/sc={}", softmax_scale);
+  return fmt::format("{}/{}/tp{}/hd{}/{}{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
+                     mla_part(*this), to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx,
+                     kernels_of(*this), hp, vals, mods, seed);
 }
 
 std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }

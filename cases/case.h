@@ -119,9 +119,11 @@ struct Case {
   /// 16-bit cases stay).
   /// Modifiers and split control append, only when not default and in this order, before the
   /// seed: "/winN" (sliding_window), "/sinks", "/capX" (softcap), "/alibi", "/rankR" (tp_rank),
-  /// "/psP" (partition_size). Ragged queries put, before them, "/qN" (every sequence N),
+  /// "/psP" (partition_size), "/sc=X" (softmax_scale, MLA). Ragged queries put, before them, "/qN" (every sequence N),
   /// "/qMIN-MAX", "/qmixMIN-MAX" (mixed) or "/q=..." (a list, spelled as the context list),
   /// and "/noncausal"; decode cases (one query token each) keep their ids.
+  /// An MLA case (kv_lora_rank > 0) has "mlaR+P/" after "hdN/" (R kv_lora_rank, P qk_rope_head_dim;
+  /// "mlaR+PnN/" when softmax_scale is 0 and qk_nope_head_dim N is not 128).
   std::string id() const;
   /// Whether the case's cache is MLA's latent cache (kv_lora_rank > 0).
   bool mla() const { return kv_lora_rank > 0; }

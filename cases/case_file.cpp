@@ -222,24 +222,110 @@ void add_case(const Ctx& c, const toml::table& t, std::vector<Case>& out, Case&&
   out.push_back(std::move(k));
 }
 
+// A decode axis given as one value or a non-empty array of them; `elem` parses and checks one
+// element (failing through c.fail with `expected` otherwise). Absent: {dflt}.
+// `single(n)`: whether n is one value although it may be an array ([min, max] of query_lens).
+template <class T, class Elem>
+std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem,
+                    bool (*single)(const toml::node&) = nullptr) {
+  const toml::node* n = c.get(t, key);
+  if (!n) return {dflt};
+  std::vector<T> out;
+  if (const toml::array* a = n->as_array(); a && !(single && single(*n))) {
+    if (a->empty()) c.fail(*n, key, "expected a value or a non-empty array of values");
+    for (const auto& e : *a) out.push_back(elem(e));
+  } else {
+    out.push_back(elem(*n));
+  }
+  return out;
+}
+
 // The axes every table has: models at tp, head sizes, layouts, block sizes,
 // dtypes, seeds. Calls emit(base) for each combination, outermost first.
 struct CommonAxes {
   std::vector<std::string> models, layouts, dtypes, kv_cache_dtypes, kv_scales;
   std::vector<int64_t> head_sizes, block_sizes;
+  std::vector<int64_t> tps{1};            // one case axis; tp = the smallest (tp_rank's bound)
   int tp = 1;
+  bool layouts_given = true;              // false: `layouts` absent (MLA tables: separate)
+  // MLA overrides of the models' shapes (0: the model's) and the softmax scales (0: the default).
+  int64_t kv_lora_rank = 0, qk_rope_head_dim = 0, qk_nope_head_dim = 0;
+  std::vector<double> softmax_scales{0};
   int64_t padded = 0;
   int64_t kernel_block_size = 0;          // kernel_pages layout
   std::vector<int64_t> degenerate_strides;  // degenerate_strides layout
 };
+
+// The MLA keys of a case table (cases/keys.h): the latent shape's overrides and the softmax scales.
+void mla_axes(const Ctx& c, const toml::table& t, CommonAxes& a) {
+  a.kv_lora_rank = integer(c, t, "kv_lora_rank", 0);
+  a.qk_rope_head_dim = integer(c, t, "qk_rope_head_dim", 0);
+  a.qk_nope_head_dim = integer(c, t, "qk_nope_head_dim", 0);
+  const KeyRange r = c.key("softmax_scale").range;
+  a.softmax_scales = axis<double>(c, t, "softmax_scale", 0.0, [&c, r](const toml::node& e) {
+    if (!e.is_number()) c.fail(e, "softmax_scale", "expected a scale > 0 (e.g. 0.1352), got " + type_name(e));
+    const double v = *e.value<double>();
+    if (!(v > double(r.lo) && v <= double(r.hi)))
+      c.fail(e, "softmax_scale", fmt::format("expected a scale in (0, {}], got {}", r.hi, v));
+    return v;
+  });
+}
+
+// The latent shape of model m's cases in a table with axes a: m's, or the table's overrides.
+struct MlaShape {
+  int64_t kv_lora_rank = 0, rope = 0, nope = 0;
+};
+MlaShape mla_shape(const Ctx& c, const toml::table& t, const CommonAxes& a, const ModelPreset& m) {
+  MlaShape s{a.kv_lora_rank ? a.kv_lora_rank : m.kv_lora_rank, a.qk_rope_head_dim ? a.qk_rope_head_dim : m.qk_rope_head_dim,
+             a.qk_nope_head_dim ? a.qk_nope_head_dim : m.qk_nope_head_dim};
+  const bool scale_default = std::find(a.softmax_scales.begin(), a.softmax_scales.end(), 0.0) != a.softmax_scales.end();
+  if (s.kv_lora_rank == 0) {
+    for (const char* k : {"qk_rope_head_dim", "qk_nope_head_dim", "softmax_scale"})
+      if (c.get(t, k))
+        c.fail(node_of(c, t, k), k,
+               fmt::format("applies to MLA tables only; model {} is not MLA (add kv_lora_rank, or use an MLA "
+                           "preset: DeepSeek-V3, DeepSeek-V2-Lite, Kimi-K2)",
+                           m.name));
+    return s;
+  }
+  if (s.rope == 0)
+    c.fail(node_of(c, t, "kv_lora_rank"), "qk_rope_head_dim",
+           fmt::format("model {} is not MLA: kv_lora_rank needs qk_rope_head_dim beside it", m.name));
+  if (s.nope == 0 && scale_default)
+    c.fail(node_of(c, t, "kv_lora_rank"), "qk_nope_head_dim",
+           fmt::format("model {} is not MLA: the default softmax scale 1/sqrt(qk_nope_head_dim + qk_rope_head_dim) "
+                       "needs qk_nope_head_dim (or give softmax_scale)",
+                       m.name));
+  if (c.get(t, "head_sizes"))
+    c.fail(node_of(c, t, "head_sizes"), "head_sizes",
+           fmt::format("model {} is MLA: its head size is kv_lora_rank + qk_rope_head_dim ({}); set those instead",
+                       m.name, s.kv_lora_rank + s.rope));
+  static const std::vector<std::string> mla_layouts{"separate", "offset", "padded", "degenerate_strides"};
+  for (const auto& l : a.layouts)
+    if (std::find(mla_layouts.begin(), mla_layouts.end(), l) == mla_layouts.end())
+      c.fail(node_of(c, t, "layouts"), "layouts",
+             fmt::format("layout '{}' does not apply to the MLA latent cache of {} (one latent tensor); expected "
+                         "one of {}",
+                         l, m.name, fmt::join(mla_layouts, ", ")));
+  return s;
+}
 
 CommonAxes common_axes(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models) {
   std::vector<std::string> model_names;
   for (auto& [n, _] : models) model_names.push_back(n);
   CommonAxes a;
   a.models = strings(c, t, "models", true, model_names);
-  a.tp = int(integer(c, t, "tp", 1));
-  a.layouts = strings(c, t, "layouts", true);
+  a.tps = axis<int64_t>(c, t, "tp", 1, [&c](const toml::node& e) {
+    const KeyRange r = c.key("tp").range;
+    if (!e.is_integer() || *e.value<int64_t>() < r.lo || *e.value<int64_t>() > r.hi)
+      c.fail(e, "tp", fmt::format("expected an integer in [{}, {}], got {}", r.lo, r.hi,
+                                  e.is_integer() ? std::to_string(*e.value<int64_t>()) : type_name(e)));
+    return *e.value<int64_t>();
+  });
+  a.tp = int(*std::min_element(a.tps.begin(), a.tps.end()));
+  a.layouts = strings(c, t, "layouts", false);
+  a.layouts_given = !a.layouts.empty();
+  mla_axes(c, t, a);
   a.head_sizes = integers(c, t, "head_sizes", false);
   a.block_sizes = integers(c, t, "block_sizes", true);
   a.dtypes = strings(c, t, "dtypes", true);
@@ -286,32 +372,42 @@ template <class Emit>
 void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const CommonAxes& a,
                    const std::map<std::string, ModelPreset>& models, Emit&& emit) {
   const std::string where = fmt::format("{}:{}", c.file, t.source().begin.line);
-  for (const auto& name : a.models) {
-    const ModelPreset& m = models.at(name);
+  for (const auto& name : a.models)
+  for (int64_t tp : a.tps) {
+    ModelPreset m = models.at(name);
+    const MlaShape mla = mla_shape(c, t, a, m);
+    if (mla.kv_lora_rank > 0)  // one latent head, on every rank
+      m.num_kv_heads = 1, m.head_size = int(mla.kv_lora_rank + mla.rope);
+    else if (!a.layouts_given)
+      c.fail(t, "layouts", "missing; expected an array of strings");
+    const std::vector<std::string> layouts = a.layouts_given ? a.layouts : std::vector<std::string>{"separate"};
     RankShape r{};
     try {
-      r = per_rank(m, a.tp);
+      r = per_rank(m, int(tp));
     } catch (const std::invalid_argument& e) {
       c.fail(node_of(c, t, "tp"), "tp", e.what());
     }
     if (r.num_heads % r.num_kv_heads != 0)
       c.fail(node_of(c, t, "tp"), "tp",
-             fmt::format("{} at tp {} has {} heads and {} kv heads per rank: not a whole GQA group", m.name, a.tp,
+             fmt::format("{} at tp {} has {} heads and {} kv heads per rank: not a whole GQA group", m.name, tp,
                          r.num_heads, r.num_kv_heads));
     const std::vector<int64_t> hs = a.head_sizes.empty() ? std::vector<int64_t>{m.head_size} : a.head_sizes;
     for (int64_t hd : hs)
-      for (const auto& layout : a.layouts)
+      for (const auto& layout : layouts)
         for (int64_t bs : a.block_sizes)
           for (const auto& dt : a.dtypes)
             for (const auto& kvd : a.kv_cache_dtypes)
-              for (const auto& sc : a.kv_scales) {
+              for (const auto& sc : a.kv_scales)
+              for (double softmax_scale : a.softmax_scales) {
             // A 16-bit entry applies to cases of its own dtype, scales to fp8 caches only.
             const bool fp8 = kvd.rfind("fp8_", 0) == 0;
             if ((!fp8 && kvd != "same" && kvd != dt) || (!fp8 && sc != "none")) continue;
             Case k;
             k.kind = kind;
             k.model = m.name;
-            k.tp = a.tp;
+            k.tp = int(tp);
+            k.kv_lora_rank = mla.kv_lora_rank, k.qk_rope_head_dim = mla.rope, k.qk_nope_head_dim = mla.nope;
+            k.softmax_scale = softmax_scale;
             k.hybrid = m.hybrid;
             k.num_heads = r.num_heads;
             k.num_kv_heads = r.num_kv_heads;
@@ -430,24 +526,6 @@ std::string expected_route(const Ctx& c, const toml::table& where, const RouteEx
          fmt::format("no entry of the expected routes at {} matches router {}, head_size {}, dtype {}, batch {}, "
                      "high_precision {}; every router case needs one",
                      e.source, k.router_policy, k.head_size, to_string(k.dtype), k.batch_size, k.high_precision));
-}
-
-// A decode axis given as one value or a non-empty array of them; `elem` parses and checks one
-// element (failing through c.fail with `expected` otherwise). Absent: {dflt}.
-// `single(n)`: whether n is one value although it may be an array ([min, max] of query_lens).
-template <class T, class Elem>
-std::vector<T> axis(const Ctx& c, const toml::table& t, const std::string& key, T dflt, Elem&& elem,
-                    bool (*single)(const toml::node&) = nullptr) {
-  const toml::node* n = c.get(t, key);
-  if (!n) return {dflt};
-  std::vector<T> out;
-  if (const toml::array* a = n->as_array(); a && !(single && single(*n))) {
-    if (a->empty()) c.fail(*n, key, "expected a value or a non-empty array of values");
-    for (const auto& e : *a) out.push_back(elem(e));
-  } else {
-    out.push_back(elem(*n));
-  }
-  return out;
 }
 
 // The score-modifier and split-control axes of a decode table (case.h), each off by default.
@@ -895,6 +973,23 @@ ModelPreset model_of(const Ctx& c, const toml::table& t, const std::map<std::str
   m.num_heads = int(integer(c, t, "num_heads", 0));
   m.num_kv_heads = int(integer(c, t, "num_kv_heads", 0));
   m.head_size = int(integer(c, t, "head_size", 0));
+  m.kv_lora_rank = int(integer(c, t, "kv_lora_rank", 0));
+  m.qk_rope_head_dim = int(integer(c, t, "qk_rope_head_dim", 0));
+  m.qk_nope_head_dim = int(integer(c, t, "qk_nope_head_dim", 0));
+  if (m.kv_lora_rank > 0) {  // MLA: one latent head of kv_lora_rank + qk_rope_head_dim
+    if (!m.qk_rope_head_dim || !m.qk_nope_head_dim)
+      c.fail(node_of(c, t, "kv_lora_rank"), "kv_lora_rank", "an MLA model needs qk_rope_head_dim and qk_nope_head_dim");
+    if (m.num_kv_heads > 1)
+      c.fail(node_of(c, t, "num_kv_heads"), "num_kv_heads", "an MLA model has one latent kv head (1, or leave it out)");
+    const int latent = m.kv_lora_rank + m.qk_rope_head_dim;
+    if (m.head_size && m.head_size != latent)
+      c.fail(node_of(c, t, "head_size"), "head_size",
+             fmt::format("an MLA model's head size is kv_lora_rank + qk_rope_head_dim = {} (or leave it out)", latent));
+    m.num_kv_heads = 1, m.head_size = latent;
+  } else if (m.qk_rope_head_dim || m.qk_nope_head_dim) {
+    c.fail(node_of(c, t, m.qk_rope_head_dim ? "qk_rope_head_dim" : "qk_nope_head_dim"),
+           m.qk_rope_head_dim ? "qk_rope_head_dim" : "qk_nope_head_dim", "applies to MLA models only (with kv_lora_rank)");
+  }
   if (!m.num_heads || !m.num_kv_heads || !m.head_size)
     c.fail(t, "model", "needs num_heads, num_kv_heads and head_size");
   if (m.num_heads % m.num_kv_heads != 0)

@@ -48,6 +48,9 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "tp_rank") return std::to_string(c.tp_rank);
   if (key == "partition_size") return std::to_string(c.partition_size);
   if (key == "stale") return to_string(c.stale);
+  if (key == "mla") return c.mla() ? "1" : "0";  // as compare reads a results.json boolean
+  if (key == "kv_lora_rank") return std::to_string(c.kv_lora_rank);
+  if (key == "softmax_scale") return json_double(c.softmax_scale);
   if (key == "block_table_padding") return c.kind == CaseKind::Write ? "" : block_table_padding_name(c.block_table_padding);
   return "";
 }

@@ -120,6 +120,13 @@ std::vector<CaseKey> model_keys() {
       Row("head_size", kModel, KeyType::Integer).dflt("required").range(1, 1024).means("elements per head"),
       Row("hybrid", kModel, KeyType::Boolean).dflt("false")
           .means("attention + mamba layers (the blocks-first interleaved cache)"),
+      Row("kv_lora_rank", kModel, KeyType::Integer).dflt("0 (not MLA)").range(1, 4096)
+          .means("MLA: the latent rank; then num_kv_heads is 1 (may be left out) and head_size kv_lora_rank + "
+                 "qk_rope_head_dim (may be left out)"),
+      Row("qk_rope_head_dim", kModel, KeyType::Integer).dflt("required beside kv_lora_rank").range(1, 1024)
+          .means("MLA: the rope dims of a query/key head"),
+      Row("qk_nope_head_dim", kModel, KeyType::Integer).dflt("required beside kv_lora_rank").range(1, 1024)
+          .means("MLA: the nope dims of a query/key head (the softmax scale's)"),
       Row("source", kModel, KeyType::String).dflt("none").ignored()
           .means("where the numbers come from; for the file's reader, never read"),
   };
@@ -131,10 +138,13 @@ std::vector<CaseKey> case_table_keys() {
       Row("models", kCaseTables, KeyType::Strings).dflt("required")
           .note("preset names (`kvharness info`) or [[model]] names").filter("model")
           .means("the models whose attention shapes the cases take"),
-      Row("tp", kCaseTables, KeyType::Integer).dflt("1").range(1, 1024).filter("tp")
-          .means("tensor-parallel degree: per-rank heads num_heads/tp, KV heads max(1, num_kv_heads/tp)"),
-      Row("layouts", kCaseTables, KeyType::Strings).dflt("required").values(scheme_names()).filter("layout")
-          .means("how the cache sits in memory (cases/layout.h); `large` is [[write]] only"),
+      Row("tp", kCaseTables, KeyType::IntegerAxis).dflt("1").range(1, 1024).filter("tp")
+          .means("tensor-parallel degree, one or several (each a case axis): per-rank heads num_heads/tp, KV heads "
+                 "max(1, num_kv_heads/tp) (MLA: the one latent head)"),
+      Row("layouts", kCaseTables, KeyType::Strings).dflt("required (MLA tables: [\"separate\"])")
+          .values(scheme_names()).filter("layout")
+          .means("how the cache sits in memory (cases/layout.h); `large` is [[write]] only; MLA caches take "
+                 "separate, offset, padded and degenerate_strides"),
       Row("head_sizes", kCaseTables, KeyType::Integers).dflt("the model's").range(1, 1024).filter("head_size")
           .means("overrides each model's head size"),
       Row("block_sizes", kCaseTables, KeyType::Integers).dflt("required").range(1, 65536).filter("block_size")
@@ -154,6 +164,21 @@ std::vector<CaseKey> case_table_keys() {
           .values({"fp16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"}).filter("kv_cache_dtype")
           .means("the cache's element type: a 16-bit entry applies to cases of that dtype, an fp8 one quantizes. "
                  "Ids gain `/kv=FMT` for fp8"),
+      // MLA (issue 22; kvharness/provider.h KVH_CACHE_MLA): the latent cache's shape, beside or instead of a preset's.
+      Row("kv_lora_rank", kCaseTables, KeyType::Integer).dflt("the model's (0: not MLA)").range(1, 4096)
+          .filter("kv_lora_rank")
+          .means("MLA: the latent part of the cache row; makes the table's cases MLA (num_kv_heads 1, head_size "
+                 "kv_lora_rank + qk_rope_head_dim). Ids gain `mlaR+P/` after the head size"),
+      Row("qk_rope_head_dim", kCaseTables, KeyType::Integer).dflt("the model's; required beside kv_lora_rank")
+          .range(1, 1024).means("MLA: the rope part of the cache row (and of the query's head)"),
+      Row("qk_nope_head_dim", kCaseTables, KeyType::Integer)
+          .dflt("the model's; without an MLA model, required unless softmax_scale").range(1, 1024)
+          .means("MLA: the model's per-head nope dim; the default softmax scale is 1/sqrt(qk_nope_head_dim + "
+                 "qk_rope_head_dim). Ids gain `nN` after `mlaR+P` when not 128 and softmax_scale is not given"),
+      Row("softmax_scale", kCaseTables, KeyType::FloatAxis).dflt("MLA: 1/sqrt(qk_nope_head_dim + qk_rope_head_dim)")
+          .range(0, 1000).note("in (0, 1000]; MLA tables only").filter("softmax_scale")
+          .means("MLA: the softmax scale of the score (DeepSeek's is 1/sqrt(qk_nope + qk_rope), not "
+                 "1/sqrt(head_size)). Ids gain `/sc=X`"),
       Row("kv_scales", kCaseTables, KeyType::Strings).dflt("[\"none\"]")
           .values({"none", "tensor", "head", "block", "token"}).filter("kv_scales")
           .means("granularity of the fp8 dequant scales, fp8 caches only. Ids gain `/scales=G` when not none"),
@@ -313,6 +338,8 @@ std::vector<CaseKey> filter_only_keys() {
           .means("the matrix row: the variant's name, else its kernels"),
       Row("max_query_len", kFilterOnly, KeyType::Derived).field(KeyType::Integer).filter("max_query_len")
           .means("the most query tokens a sequence of the case can have (1: decode)"),
+      Row("mla", kFilterOnly, KeyType::Derived).values({"0", "1"}).filter("mla")
+          .means("1 when the case's cache is MLA's latent cache (kv_lora_rank > 0)"),
       Row("shuffle", kFilterOnly, KeyType::Derived).values({"0", "1"}).filter("shuffle")
           .means("1 when the V cache is shuffled (a shuffle writer or reader, or a router)"),
   };

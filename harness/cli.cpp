@@ -197,8 +197,11 @@ void print_info(const Registry& reg) {
   for (const auto& t : routing::target_names()) fmt::print("  {:<8} {} compute units\n", t, routing::compute_units_of(t));
   fmt::print("\nmodel presets (whole model; per rank at tp: heads/tp, max(1, kv heads/tp)):\n");
   for (const auto& m : model_presets())
-    fmt::print("  {:<24} {:>3} heads {:>2} kv heads  head_size {:>3}{}\n", m.name, m.num_heads, m.num_kv_heads,
-               m.head_size, m.hybrid ? "  hybrid" : "");
+    fmt::print("  {:<24} {:>3} heads {:>2} kv heads  head_size {:>3}{}{}\n", m.name, m.num_heads, m.num_kv_heads,
+               m.head_size, m.hybrid ? "  hybrid" : "",
+               m.mla() ? fmt::format("  MLA kv_lora_rank {} + qk_rope_head_dim {} (qk_nope_head_dim {})  [{}]",
+                                     m.kv_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim, m.source)
+                       : std::string());
 }
 
 std::string host_name() {

@@ -61,6 +61,7 @@ Case every_case_field_set() {
   c.stale = Stale::Nan;
   c.block_table_padding = 4;
   c.min_block_id = 70000;
+  c.kv_lora_rank = 512, c.qk_rope_head_dim = 64, c.qk_nope_head_dim = 96, c.softmax_scale = 0.1;
   c.expect_routed_to = "pa_fwd_asm";
   c.variant_name = "after fix";
   c.seed = 3;
