@@ -25,6 +25,8 @@ extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_asm_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_wide_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_unified_readers(int32_t* count);
+// ---- issue 22 (C): planted MLA readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -92,6 +94,12 @@ const Mutant kMutants[] = {
     {"kernel", "unified_attention_2d", "planted_unified_reads_past_query_start_loc", "reader=unified_attention_2d"},
     {"kernel", "unified_attention_3d", "planted_unified_reduce_skips_last_segment", "reader=unified_attention_3d"},
     {"kernel", "unified_attention_3d", "planted_unified_writes_past_workspace", "reader=unified_attention_3d"},
+    // ---- issue 22 (C): planted MLA readers, killed by the default suite's MLA slice ----
+    {"kernel", "mla_decode", "planted_mla_rope_ignored", "reader=mla_decode"},
+    {"kernel", "mla_decode", "planted_mla_value_last512", "reader=mla_decode"},
+    {"kernel", "mla_decode", "planted_mla_splits_ignored", "reader=mla_decode"},
+    {"kernel", "mla_decode", "planted_mla_block_size_one", "reader=mla_decode"},
+    // ---- end issue 22 (C) ----
     {"router", "aiter-b4885d2", "planted_router_ge_threshold", ""},
     {"router", "aiter-b4885d2", "planted_router_one_cu", ""},
     {"router", "aiter-b4885d2", "planted_router_dtype_first", ""},
@@ -128,6 +136,7 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_asm_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_wide_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_unified_readers, "planted");
+  kvh::register_builtin_extension(kvh_planted_mla_readers, "planted");  // issue 22 (C)
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;
