@@ -191,3 +191,23 @@ TEST(MlaCase, PlanPlumbing) {
 
 }  // namespace
 }  // namespace kvh
+
+namespace kvh {
+namespace {
+// The memory estimate of an MLA case counts latent rows of R + P elements (not K and V of
+// num_kv_heads * head_size each) and out rows of R a head.
+TEST(MlaCase, MemoryEstimateCountsLatentRows) {
+  Case c = mla_case("mla_decode", 128, 64);
+  c.batch_size = 32;
+  c.context_len_min = 60000, c.context_len_max = 65536;
+  const MemoryEstimate e = estimate_decode_memory(c, KVH_CACHE_MLA);
+  const int64_t blocks = c.min_block_id + 32 * 1024 + 32 * 1024 / 8 + 1;
+  const int64_t cache = int64_t(2) * blocks * 64 * 576 * 2;  // cache and snapshot, one latent view
+  const int64_t projection = int64_t(32) * 65536 * (576 + 64) * 2;  // the context's latent projection
+  EXPECT_GE(e.device_bytes, cache + projection);
+  EXPECT_LT(e.device_bytes, cache + projection + (int64_t(1) << 30));  // + query, out, workspaces, plan
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;  // one byte an element
+  EXPECT_LT(estimate_decode_memory(c, KVH_CACHE_MLA).device_bytes, e.device_bytes - cache / 3);
+}
+}  // namespace
+}  // namespace kvh
