@@ -120,6 +120,50 @@ TEST(CaseFileMla, BadMlaTablesNameTheLineFieldAndWhatApplies) {
                "field 'kv_lora_rank': an MLA model needs qk_rope_head_dim and qk_nope_head_dim");
 }
 
+// Attention and pipeline tables take the same keys (the reader tables of cases/mla.toml).
+TEST(CaseFileMla, AttentionAndPipelineTablesTakeTheMlaKeys) {
+  const auto cases = parse_case_text(R"(
+[[attention]]
+models = ["DeepSeek-V3"]
+tp = [1, 8]
+batch_sizes = [4]
+context_lens = [1, 300]
+query_lens = [1, 4]
+block_sizes = [1, 64]
+dtypes = ["bf16"]
+softmax_scale = [0.0723]
+readers = ["mla_decode"]
+
+[[pipeline]]
+models = ["Kimi-K2"]
+tp = 4
+batch_sizes = [3]
+context_lens = [10, 20]
+block_sizes = [16]
+dtypes = ["bf16"]
+kv_cache_dtype = ["fp8_e4m3fnuz"]
+kv_scales = ["tensor"]
+writers = ["concat_and_cache_mla"]
+readers = ["mla_decode"]
+)",
+                                     "r.toml");
+  ASSERT_EQ(cases.size(), 5u);
+  EXPECT_EQ(cases[0].id(), "attention/DeepSeek-V3/tp1/hd576/mla512+64/separate/bs1/bf16/n4/ctx1-300/"
+                           "reference+mla_decode/q1-4/sc=0.0723/s1");
+  EXPECT_EQ(cases[0].num_heads, 128);
+  EXPECT_EQ(cases[2].num_heads, 16);
+  EXPECT_EQ(cases[1].max_query_len(), 4);
+  EXPECT_EQ(cases[3].block_size, 64);
+  const Case& p = cases[4];
+  EXPECT_EQ(p.kind, CaseKind::Pipeline);
+  EXPECT_EQ(p.num_heads, 16);
+  EXPECT_EQ(p.id(),
+            "pipeline/Kimi-K2/tp4/hd576/mla512+64/separate/bs16/bf16/n3/ctx10-20/concat_and_cache_mla+mla_decode/"
+            "kv=fp8_e4m3fnuz/scales=tensor/s1");
+  EXPECT_TRUE(Filter("softmax_scale=0.0723").matches(cases[0]));
+  EXPECT_TRUE(Filter("softmax_scale=0").matches(p));
+}
+
 // The presets' numbers are those of the public config.json files (ModelPreset::source).
 TEST(CaseFileMla, PresetsCarryTheirLatentSizesAndSources) {
   for (const char* name : {"DeepSeek-V3", "DeepSeek-V2-Lite", "Kimi-K2"}) {

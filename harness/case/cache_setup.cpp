@@ -2,6 +2,7 @@
 
 #include "device/device.h"
 #include "case/kv_scales.h"
+#include "case/mla_inputs.h"
 #include "case/views.h"
 
 namespace kvh {
@@ -42,9 +43,20 @@ KernelUse kernel_use(const Case& c, int32_t cache_format) {
 
 CacheGeometry case_geometry(const Case& c, int64_t manager_blocks) {
   const int64_t page = c.page_size(), r = c.block_size / page;
-  if (c.mla())  // the latent cache: latent part kv_lora_rank, rope part qk_rope_head_dim (layout.h)
-    return CacheGeometry{manager_blocks * r, page, 1, c.kv_lora_rank, cache_x(c), cache_elem_bytes(c), c.qk_rope_head_dim};
+  if (c.mla())  // the latent cache: K view = the latent part, V view = the rope part (layout.h)
+    return CacheGeometry{manager_blocks, c.block_size, 1, c.kv_lora_rank, cache_x(c), cache_elem_bytes(c),
+                         c.qk_rope_head_dim};
   return CacheGeometry{manager_blocks * r, page, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
+}
+
+std::string cache_format_refusal(const Case& c, const Kernel& k) {
+  const bool mla_kernel = k.cache_format == KVH_CACHE_MLA;
+  if (c.mla() == mla_kernel) return "";
+  return c.mla() ? k.label() + " declares cache format " + cache_format_name(k.cache_format) +
+                       "; this case is MLA's latent cache (format mla, kv_lora_rank " + std::to_string(c.kv_lora_rank) +
+                       ")"
+                 : k.label() + " declares cache format mla (the MLA latent cache); this case is not MLA (head_size " +
+                       std::to_string(c.head_size) + ", " + std::to_string(c.num_kv_heads) + " kv heads)";
 }
 
 StridedView kernel_view(const StridedView& v, const CacheLayout& L) {
@@ -66,6 +78,12 @@ kvh_write_args writer_args(const CacheLayout& L, void* d_storage, const FusedQkv
   }
   a.key = to_tensor(kernel_view(qkv.k, L), d_qkv, 2, dt);
   a.value = to_tensor(kernel_view(qkv.v, L), d_qkv, 2, dt);
+  if (L.format == CacheFormat::Mla) {  // provider.h KVH_CACHE_MLA: kv_c [T, R], k_pe [T, P], one latent cache
+    a.key = to_tensor(kernel_view(mla_writer_view(qkv.k), L), d_qkv, 2, dt);
+    a.value = to_tensor(kernel_view(mla_writer_view(qkv.v), L), d_qkv, 2, dt);
+    a.key_cache = a.value_cache = to_tensor(L.latent, d_storage, L.geo.elem_bytes, cache_dtype);
+    a.v_scales = a.k_scales;  // the one per-tensor scale
+  }
   a.slot_mapping = contiguous_tensor(d_slots, {num_tokens}, KVH_DT_I64);
   a.block_size = L.geo.block_size;
   return a;

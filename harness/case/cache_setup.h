@@ -45,10 +45,16 @@ std::string refusal_detail(const Kernel& k, const std::string& reason);
 /// its block_size is the kernel's page (Case::page_size: kernel_block_size under kernel_pages).
 KernelUse kernel_use(const Case& c, int32_t cache_format);
 
+/// Why kernel `k` cannot take case `c` for its cache format alone: an MLA case (Case::mla) and a
+/// kernel of another format, or a kernel of format mla and a case that is not MLA; "" when they
+/// agree. A mismatch is UNSUPPORTED with this reason, as any format a kernel does not declare.
+std::string cache_format_refusal(const Case& c, const Kernel& k);
+
 /// The geometry of case `c`'s cache of `manager_blocks` blocks of c.block_size
 /// tokens, in the kernel's pages: under kernel_pages, manager_blocks * r pages of
 /// kernel_block_size tokens (r = block_size / kernel_block_size); else as given.
-/// Elements of the case's cache dtype (fp8: bytes, x = 16).
+/// Elements of the case's cache dtype (fp8: bytes, x = 16). An MLA case: one latent head,
+/// head_size kv_lora_rank and rope_dim qk_rope_head_dim (layout.h CacheGeometry).
 CacheGeometry case_geometry(const Case& c, int64_t manager_blocks);
 
 /// `v` as a kernel gets it: under the degenerate_strides layout every size-1 dim
@@ -57,7 +63,8 @@ StridedView kernel_view(const StridedView& v, const CacheLayout& L);
 
 class KvScaleTensors;
 /// Calls writer `w` (block_size = the layout's page, L.geo.block_size; key and
-/// value through kernel_view). The cache tensors get `cache_dtype` (an fp8 one:
+/// value through kernel_view). An mla layout: key = kv_c and value = k_pe as 2-D views
+/// (mla_writer_view, then kernel_view), key_cache = value_cache = L.latent, v_scales = k_scales. The cache tensors get `cache_dtype` (an fp8 one:
 /// L's elements are bytes) and, when `scales` is given, its k_scales/v_scales
 /// with their granularity.
 int launch_writer(const Kernel& w, const CacheLayout& L, void* d_storage, const FusedQkv& qkv, void* d_qkv,

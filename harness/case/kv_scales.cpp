@@ -32,6 +32,10 @@ std::optional<reference::Fp8Format> fp8_format(const Case& c) {
   return std::nullopt;
 }
 
+float mla_fp8_scale(const Case& c) {
+  return c.kv_cache_dtype == KvCacheDType::Fp8E4m3fnuz ? 1.7f / 240.f : 1.7f / 448.f;
+}
+
 kvh_scale_granularity to_kvh(KvScales s) {
   switch (s) {
     case KvScales::None: return KVH_SCALES_NONE;
@@ -62,6 +66,7 @@ KvScaleTensors::KvScaleTensors(const Case& c, int64_t num_blocks, uint64_t data_
     t->resize(size_t(n));
     for (float& x : *t) x = float(std::exp2(e(rng)));
   }
+  if (c.mla() && gran_ == KVH_SCALES_TENSOR) k_ = v_ = {mla_fp8_scale(c)};  // issue 22: one scale, saturating
   // [margin][k][margin][v][margin], the margins NaN.
   k_off_ = kMarginFloats;
   v_off_ = 2 * kMarginFloats + n;

@@ -24,6 +24,11 @@ inline int64_t cache_elem_bytes(const Case& c) { return c.fp8_cache() ? 1 : 2; }
 inline int64_t cache_x(const Case& c) { return 16 / cache_elem_bytes(c); }
 /// The reference codec's format of an fp8 case; nullopt for a 16-bit cache.
 std::optional<reference::Fp8Format> fp8_format(const Case& c);
+/// The per-tensor scale of an fp8 MLA case (issue 22): 1.7 / the format's largest finite value
+/// (448 e4m3fn, 240 e4m3fnuz). Inputs reach 2 in magnitude (counter_rng.h kInput), so the values
+/// above 1.7 (about 15% of them) pass max * scale and must saturate: a writer without a clamp fails.
+/// Not a power of two, so that x / scale rounds.
+float mla_fp8_scale(const Case& c);
 /// kvh_scale_granularity of c.kv_scales.
 kvh_scale_granularity to_kvh(KvScales s);
 
@@ -33,7 +38,8 @@ kvh_scale_granularity to_kvh(KvScales s);
 /// element distinct (a wrong index or order reads another value), K's and V's
 /// different. Shapes per provider.h: tensor [1], head [num_kv_heads], block
 /// [num_blocks, num_kv_heads], token [num_blocks, num_kv_heads, block_size],
-/// contiguous. Under KvScales::None there are no tensors and every scale is 1.
+/// contiguous. Under KvScales::None there are no tensors and every scale is 1. An MLA case's
+/// tensor scale is mla_fp8_scale (K's and V's: the latent cache has one).
 class KvScaleTensors {
  public:
   KvScaleTensors(const Case& c, int64_t num_blocks, uint64_t data_seed);

@@ -90,7 +90,7 @@ TEST(MlaCase, RefusesScoreModifiersByNameAndNonMlaReaders) {
   EXPECT_NE(r.v.detail.find("sinks"), std::string::npos) << r.v.detail;
   r = run_decode_case(mla_case("unified_attention_2d"), reg, {});
   EXPECT_EQ(r.v.status, Status::Unsupported);
-  EXPECT_NE(r.v.detail.find("MLA case"), std::string::npos) << r.v.detail;
+  EXPECT_NE(r.v.detail.find("MLA's latent cache"), std::string::npos) << r.v.detail;
 }
 
 TEST(MlaCase, EachPlantedReaderFailsNamingTheReader) {
@@ -208,6 +208,29 @@ TEST(MlaCase, MemoryEstimateCountsLatentRows) {
   EXPECT_LT(e.device_bytes, cache + projection + (int64_t(1) << 30));  // + query, out, workspaces, plan
   c.kv_cache_dtype = KvCacheDType::Fp8E4m3fn;  // one byte an element
   EXPECT_LT(estimate_decode_memory(c, KVH_CACHE_MLA).device_bytes, e.device_bytes - cache / 3);
+}
+}  // namespace
+}  // namespace kvh
+
+namespace kvh {
+namespace {
+// A pipeline: the writer under test (concat_and_cache_mla) writes the context, is judged
+// first, and mla_decode reads what it wrote; MTP included.
+TEST(MlaCase, PipelineWithTheMlaWriter) {
+  const Registry reg;
+  Case c = mtp(mla_case("mla_decode"));
+  c.kind = CaseKind::Pipeline;
+  c.writer = "concat_and_cache_mla";
+  CaseResult r = run_decode_case(c, reg, {});
+  EXPECT_EQ(r.v.status, Status::Pass) << r.v.detail;
+  c.kv_cache_dtype = KvCacheDType::Fp8E4m3fnuz;
+  c.kv_scales = KvScales::Tensor;
+  r = run_decode_case(c, reg, {});
+  EXPECT_EQ(r.v.status, Status::Pass) << r.v.detail;
+  c.reader = "planted_mla_value_last512";  // a reader bug downstream of a correct writer is the reader's
+  r = run_decode_case(c, with_planted(), {});
+  EXPECT_EQ(r.v.status, Status::Fail) << r.v.detail;
+  EXPECT_EQ(r.v.component, "reader") << r.v.detail;
 }
 }  // namespace
 }  // namespace kvh

@@ -18,6 +18,7 @@
 #include "case/device_cache.h"
 #include "device/device.h"
 #include "case/kv_scales.h"
+#include "case/mla_inputs.h"
 #include "case/values.h"
 #include "case/views.h"
 #include "check/write_check.h"
@@ -81,9 +82,11 @@ bool plan(WriteCase& d, const Registry& registry) {
   d.w = registry.find(c.writer);
   if (!d.w) return d.unsupported("no kernel named '" + c.writer + "' is registered");
   if (d.w->role != KVH_ROLE_WRITER || !d.w->write) return d.unsupported("kernel '" + c.writer + "' is not a cache writer");
+  if (std::string why = cache_format_refusal(c, *d.w); !why.empty()) return d.unsupported(why);
   if (std::string why = d.w->outside_capabilities(kernel_use(c, d.w->cache_format)); !why.empty())
     return d.unsupported(why);
-  d.g = CacheGeometry{0, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
+  d.g = c.mla() ? case_geometry(c, 0)
+                : CacheGeometry{0, c.block_size, c.num_kv_heads, c.head_size, cache_x(c), cache_elem_bytes(c)};
   d.g = case_geometry(c, write_case_num_blocks(c, d.g.page_elems()));  // kernel_pages: in kernel pages
   auto made = make_cache_layout(CacheFormat(d.w->cache_format), c.layout, d.g, c.padded_page_bytes, 0,
                                 c.degenerate_stride);
@@ -112,8 +115,12 @@ void prepare(WriteCase& d) {
   d.scales.emplace(c, d.g.num_blocks, d.r.data_seed);
   d.expected->copy_from(*d.cache);  // the reference writer's starting point
   enter_phase(Phase::Inputs);
-  d.qkv.emplace(make_device_qkv(c.batch_size, c.num_heads, c.num_kv_heads, c.head_size, c.dtype, d.r.data_seed, 0,
-                                rng::kKeys, rng::kValues));
+  if (c.mla())  // kv_c and k_pe: column views of one latent projection, filler past them
+    d.qkv.emplace(make_device_mla_kv(c.batch_size, c.kv_lora_rank, c.qk_rope_head_dim, c.dtype, d.r.data_seed,
+                                     rng::kKeys, rng::kValues));
+  else
+    d.qkv.emplace(make_device_qkv(c.batch_size, c.num_heads, c.num_kv_heads, c.head_size, c.dtype, d.r.data_seed, 0,
+                                  rng::kKeys, rng::kValues));
   d.qkv_before = device::Buffer(d.qkv->buf.size());
   device::copy_d2d(d.qkv_before.get(), d.qkv->buf.get(), d.qkv->buf.size());
   enter_phase(Phase::Copy);
@@ -122,7 +129,11 @@ void prepare(WriteCase& d) {
   enter_phase(Phase::Reference);
   const auto* slots = static_cast<const int64_t*>(d.d_slots.get());
   const DeviceQkv& q = *d.qkv;
-  if (c.fp8_cache())
+  if (c.mla()) {
+    const std::optional<device::Fp8WriteScales> fp8 =
+        c.fp8_cache() ? std::optional(d.scales->write_scales(c)) : std::nullopt;
+    reference_write_mla_into(*d.expected, L, q.buf.get(), q.views, slots, c.batch_size, fp8 ? &*fp8 : nullptr);
+  } else if (c.fp8_cache())
     reference_write_fp8_into(*d.expected, L, q.buf.get(), q.views.k, q.views.v, slots, c.batch_size,
                              d.scales->write_scales(c));
   else
@@ -178,8 +189,10 @@ void judge(WriteCase& d) {
   if (d.refusal.empty()) {
     if (d.r.v.status == Status::Pass && (qkv_changed || slots_after != d.slots))
       add_cause(d.r.v, component::kWriter, reason::kOutOfView,
-                qkv_changed ? "the writer modified its key/value input (fused QKV buffer)"
-                            : "the writer modified slot_mapping");
+                !qkv_changed ? "the writer modified slot_mapping"
+                : d.c.mla()  ? "the writer modified its key/value input (kv_c/k_pe: the latent projection buffer, "
+                               "its columns past k_pe included)"
+                             : "the writer modified its key/value input (fused QKV buffer)");
     return;
   }
   judge_refusal(d, qkv_changed || slots_after != d.slots);

@@ -8,6 +8,9 @@ extern "C" int kvh_reshape_and_cache_flash_hnd(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_shuffle(const kvh_write_args*, void*);
 extern "C" int kvh_reshape_and_cache_shuffle_contiguous(const kvh_write_args*, void*);
+// issue 22 (MLA writer): concat_and_cache_mla and its fixture.
+extern "C" int kvh_concat_and_cache_mla(const kvh_write_args*, void*);
+extern "C" int kvh_fixture_mla_fp8_writer_no_clamp(const kvh_write_args*, void*);
 extern "C" int kvh_paged_attention_v1(const kvh_attention_args*, void*);
 extern "C" int kvh_paged_attention_rocm(const kvh_attention_args*, void*);
 extern "C" int kvh_paged_attention_nhd(const kvh_attention_args*, void*);
@@ -99,6 +102,16 @@ const kvh_capabilities kUnifiedCaps = unified_caps();
 const kvh_workspaces_fn kSegments = workspaces_entry<kvh_unified_attention_workspaces>;
 const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_bytes>;
 
+// issue 22 (MLA writer): the latent cache's writers take any block size (1 included: aiter's pages of
+// one token), fp16/bf16 inputs, 16-bit or fp8 caches with one per-tensor scale (provider.h KVH_CACHE_MLA).
+kvh_capabilities mla_writer_caps() {
+  kvh_capabilities c{};
+  c.cache_formats = 1u << KVH_CACHE_MLA;
+  c.cache_dtypes = kAllCacheDtypes;
+  c.kv_scales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR);
+  return c;
+}
+const kvh_capabilities kMlaWriterCaps = mla_writer_caps();
 // ---- issue 22 (C): the MLA reader mla_decode (kernels/readers/mla_decode.h) and its fixtures ----
 // head_size R + P: any multiple of 8 up to 640 (576 = 512 + 64 for every MLA preset).
 struct MlaHeadSizes {
@@ -228,6 +241,15 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: unified_attention_2d addressing query/out rows as s * max_query_len + j (a padded "
         "per-request stride on packed tensors: later requests write past out; exact on all-decode batches)",
         KVH_CACHE_NHD, 1, nullptr, &kUnifiedCaps),
+    // issue 22 (MLA writer)
+    writer_desc<kvh_concat_and_cache_mla>("concat_and_cache_mla",
+                                          "MLA latent cache writer (kv_c then k_pe per slot), stride-aware, fp8 "
+                                          "per-tensor",
+                                          KVH_CACHE_MLA, 0, &kMlaWriterCaps),
+    writer_desc<kvh_fixture_mla_fp8_writer_no_clamp>(
+        "fixture_mla_fp8_writer_no_clamp",
+        "REGRESSION FIXTURE: MLA fp8 writer without saturation (values past the format's max become NaN)",
+        KVH_CACHE_MLA, 1, &kMlaWriterCaps),
     // ---- issue 22 (C): MLA reader ----
     mla_desc("mla_decode",
              "absorbed MLA decode over the latent cache [num_blocks, block_size, R + P]: split-K from its planner "

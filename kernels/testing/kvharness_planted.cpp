@@ -25,6 +25,7 @@ extern "C" const kvh_kernel_desc* kvh_planted_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_asm_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_wide_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_unified_readers(int32_t* count);
+extern "C" const kvh_kernel_desc* kvh_planted_mla_writers(int32_t* count);  // issue 22 (MLA writer)
 // ---- issue 22 (C): planted MLA readers ----
 extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
 
@@ -94,6 +95,12 @@ const Mutant kMutants[] = {
     {"kernel", "unified_attention_2d", "planted_unified_reads_past_query_start_loc", "reader=unified_attention_2d"},
     {"kernel", "unified_attention_3d", "planted_unified_reduce_skips_last_segment", "reader=unified_attention_3d"},
     {"kernel", "unified_attention_3d", "planted_unified_writes_past_workspace", "reader=unified_attention_3d"},
+    // issue 22 (MLA writer): the default suite's concat_and_cache_mla cases (16-bit and fp8).
+    {"kernel", "concat_and_cache_mla", "planted_mla_fp8_scale_multiply", "writer=concat_and_cache_mla"},
+    {"kernel", "concat_and_cache_mla", "planted_mla_fp8_value_convert", "writer=concat_and_cache_mla"},
+    {"kernel", "concat_and_cache_mla", "planted_mla_swaps_halves", "writer=concat_and_cache_mla"},
+    {"kernel", "concat_and_cache_mla", "planted_mla_writes_pad_columns", "writer=concat_and_cache_mla"},
+    {"kernel", "concat_and_cache_mla", "planted_mla_ignores_padding", "writer=concat_and_cache_mla"},
     // ---- issue 22 (C): planted MLA readers, killed by the default suite's MLA slice ----
     {"kernel", "mla_decode", "planted_mla_rope_ignored", "reader=mla_decode"},
     {"kernel", "mla_decode", "planted_mla_value_last512", "reader=mla_decode"},
@@ -136,6 +143,7 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_asm_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_wide_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_unified_readers, "planted");
+  kvh::register_builtin_extension(kvh_planted_mla_writers, "planted");  // issue 22 (MLA writer)
   kvh::register_builtin_extension(kvh_planted_mla_readers, "planted");  // issue 22 (C)
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
