@@ -889,7 +889,8 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 k.writer = v.writer;
                 k.reader = v.reader;
                 k.router_policy = v.router;
-                k.target = v.router.empty() ? "" : target;
+                // Router rows route with the target; MLA readers' planners split by its compute units (issue 22 C).
+                k.target = v.router.empty() && !k.mla() ? "" : target;
                 k.high_precision = hp;
                 k.context_len_min = ctx.empty() ? *std::min_element(lens.begin(), lens.end()) : ctx[0];
                 k.context_len_max = ctx.empty() ? *std::max_element(lens.begin(), lens.end()) : ctx[1];

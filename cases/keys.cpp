@@ -231,7 +231,7 @@ std::vector<CaseKey> decode_keys() {
           .filter("router_policy").means("router policies under test, a row each: the policy picks the reader"),
       Row("target", kDecode, KeyType::String).dflt("the device's").values(named_targets()).numbered("cus=N")
           .range(1, 65536).note("N: compute units").filter("target")
-          .means("the compute units the router sees (checked in every table; used by router rows only)"),
+          .means("the compute units the router sees (checked in every table; used by router rows, and by the planner of an MLA case's reader)"),
       Row("high_precision", kDecode, KeyType::Integer).dflt("1").range(0, 2)
           .means("the router's high-precision mode"),
       Row("values", kDecode, KeyType::Strings).dflt("[\"normal\"]").values({"normal", "sink", "large"})

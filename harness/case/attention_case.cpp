@@ -191,22 +191,14 @@ bool plan_kernels(DecodeCase& d, const Registry& registry) {
 // case file states (expect_routed_to, even to a kernel that could run it), has misrouted. A
 // pipeline still runs its writer first: the writer's own damage is a separate cause that a
 // misroute must not hide.
-// An MLA case reads the latent cache: only an MLA reader can, and an MLA reader reads nothing else.
-std::string mla_mismatch(const Case& c, const Kernel& rd) {
-  const bool reads_mla = rd.cache_format == KVH_CACHE_MLA;
-  if (c.mla() == reads_mla) return "";
-  return c.mla() ? fmt::format("{} reads the {} cache; this MLA case has a latent cache", rd.name,
-                               cache_format_name(rd.cache_format))
-                 : fmt::format("{} reads the mla (latent) cache; this case is not MLA (kv_lora_rank unset)", rd.name);
-}
-
 bool plan_capabilities(DecodeCase& d) {
   const Case& c = d.c;
   KernelUse reader_use = kernel_use(c, d.rd->cache_format);
   reader_use.modifiers = c.modifiers();
   reader_use.max_query_len = c.max_query_len();
-  if (const std::string why = mla_mismatch(c, *d.rd).empty() ? d.rd->outside_capabilities(reader_use)
-                                                             : mla_mismatch(c, *d.rd);
+  // An MLA case only an MLA reader can read, and an MLA reader reads nothing else (cache_setup.h).
+  if (const std::string why = cache_format_refusal(c, *d.rd).empty() ? d.rd->outside_capabilities(reader_use)
+                                                                     : cache_format_refusal(c, *d.rd);
       !why.empty()) {
     if (c.router_policy.empty()) return d.unsupported(why);
     d.misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, d.reader, d.r.route_reason, why);
@@ -384,15 +376,6 @@ void reference_write(DecodeCase& d, DeviceArena& into) {
 }
 
 kvh_write_args case_writer_args(DecodeCase& d) {
-  if (d.c.mla()) {  // provider.h KVH_CACHE_MLA: key = kv_c [T, R], value = k_pe [T, P], both caches the latent view
-    kvh_write_args a = writer_args(d.L(), d.cache->storage(), d.hist->views, d.hist->buf.get(), d.d_slots.get(),
-                                   d.s.total_tokens, d.c.dtype, cache_kvh_dtype(d.c), d.fp8);
-    const kvh_dtype dt = to_kvh(d.c.dtype);
-    a.key = to_tensor(mla_writer_view(d.hist->views.k), d.hist->buf.get(), 2, dt);
-    a.value = to_tensor(mla_writer_view(d.hist->views.v), d.hist->buf.get(), 2, dt);
-    a.key_cache = a.value_cache = to_tensor(d.L().latent, d.cache->storage(), d.L().geo.elem_bytes, cache_kvh_dtype(d.c));
-    return a;
-  }
   return writer_args(d.L(), d.cache->storage(), d.hist->views, d.hist->buf.get(), d.d_slots.get(), d.s.total_tokens,
                      d.c.dtype, cache_kvh_dtype(d.c), d.fp8);
 }

@@ -14,7 +14,45 @@
 
 namespace kvh {
 
+namespace {
+// An MLA case (provider.h KVH_CACHE_MLA): one latent row of R + P elements a token, the
+// latent projection [T, R + P + pad] for the context, query [Q, NH, R + P] in a fused buffer,
+// out [Q, NH, R], the split workspaces of at most kMlaMaxSplits (64) splits; the reference
+// widens one sequence's latent rows (and their bits) per host thread.
+MemoryEstimate estimate_mla_memory(const Case& c) {
+  const int64_t S = c.batch_size, NH = c.num_heads, R = c.kv_lora_rank, P = c.qk_rope_head_dim, D = R + P;
+  const int64_t B = c.block_size, eb = c.fp8_cache() ? 1 : 2;
+  int64_t used = 0, T = 0, max_ctx = 0;
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t n = c.context_lens.empty() ? c.context_len_max : c.context_lens[size_t(i)];
+    used += (n + B - 1) / B;
+    T += n;
+    max_ctx = std::max(max_ctx, n);
+  }
+  const int64_t num_blocks = c.min_block_id + used + used / 8 + 1;
+  const CacheGeometry g{num_blocks, B, 1, R, c.fp8_cache() ? 16 : 8, eb, P};
+  auto made = make_cache_layout(CacheFormat::Mla, c.layout, g, c.padded_page_bytes);
+  const int64_t storage = made.layout ? made.layout->storage_elems : num_blocks * B * D;
+  const int64_t block_stride = made.layout ? made.layout->block_stride : B * D;
+  const int64_t margin = std::max<int64_t>(
+      {64 * 1024, 4 * block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * block_stride});
+  const int64_t max_blocks = (max_ctx + B - 1) / B + 1, Q = S * c.max_query_len(), splits = 64;
+  MemoryEstimate e;
+  e.device_bytes = 2 * (storage * eb + 2 * margin)              // cache and snapshot
+                   + Q * (NH + 2) * D * 2                        // the step's fused buffer (query view)
+                   + T * (D + 64) * 2 + T * 8                    // the latent projection, slot_mapping
+                   + Q * NH * R * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
+                   + 4 * Q * NH * splits * (2 + R)               // split workspaces
+                   + 4 * S * (splits + 2) + 12 * S * splits;     // the plan
+  e.host_bytes = Q * NH * D * 2 + int64_t(host_threads()) * max_ctx * D * (8 + 2)
+                 + 2 * (Q * NH * R * 2 + 2 * kSmallMargin) + 2 * (S * max_blocks * 4 + S * 4 + 4 * kSmallMargin)
+                 + T * 8 + Q * NH * R * 8;
+  return e;
+}
+}  // namespace
+
 MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
+  if (c.mla()) return estimate_mla_memory(c);
   const int64_t S = c.batch_size, NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size, B = c.block_size;
   int64_t used = 0, T = 0, max_ctx = 0;  // the same block count as make_sequences, every drawn length at the max
   for (int64_t i = 0; i < S; ++i) {

@@ -394,7 +394,13 @@ typedef int (*kvh_route_fn)(void* context, const kvh_route_args* args, kvh_route
  * harness calls it before every call of the reader, copies each tensor into its own guarded
  * device allocation and passes them in kvh_attention_args.plan; the kernel must not write them
  * (FAIL out_of_view_write names the tensor). The case judges the planner and the kernel together:
- * a plan made for another kernel variant is that pair's wrong output. */
+ * a plan made for another kernel variant is that pair's wrong output.
+ * Order of one reader call: plan, then workspaces / workspace_bytes (their args already carry
+ * plan and num_plan_tensors, so a workspace may be sized from a plan tensor's shape), then the
+ * reader. A plan is checked before it is copied: num_tensors 0..KVH_MAX_PLAN_TENSORS, each spec
+ * ndim 1..KVH_MAX_DIMS, dtype F16..I32, shape 0..2^40, name NUL-terminated, data non-null when
+ * the tensor has elements; else the case is a CRASH of component "planner" naming the tensor.
+ * compute_units is the case's target's (a named target or cus=N), else the device's. */
 /** The host-side inputs of a planner. Growable. Arrays are host memory, valid during the call. */
 typedef struct kvh_plan_args {
   KVH_STRUCT_SIZE(struct kvh_plan_args);

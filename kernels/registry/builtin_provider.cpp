@@ -115,11 +115,18 @@ kvh_capabilities mla_writer_caps() {
 }
 const kvh_capabilities kMlaWriterCaps = mla_writer_caps();
 // ---- issue 22 (C): the MLA reader mla_decode (kernels/readers/mla_decode.h) and its fixtures ----
-const int32_t kMlaHeadSizes[] = {576};  // kv_lora_rank 512 + qk_rope_head_dim 64 (every MLA preset)
+// head_size R + P: any multiple of 8 up to 640 (576 = 512 + 64 for every MLA preset).
+struct MlaHeadSizes {
+  int32_t v[80];
+  MlaHeadSizes() {
+    for (int i = 0; i < 80; ++i) v[i] = 8 * (i + 1);
+  }
+};
+const MlaHeadSizes kMlaHeadSizes;
 kvh_capabilities mla_caps() {
   kvh_capabilities c = mla_decode_capabilities();
-  c.head_sizes = kMlaHeadSizes;
-  c.num_head_sizes = 1;
+  c.head_sizes = kMlaHeadSizes.v;
+  c.num_head_sizes = 80;
   return c;
 }
 const kvh_capabilities kMlaCaps = mla_caps();

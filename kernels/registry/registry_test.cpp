@@ -349,6 +349,53 @@ TEST(RegistryRagged, TypedWorkspacesAreReadAndCheckedByEntry) {
   }
 }
 
+// ---- issue 22 (C): split plans (kvh_kernel_desc.plan, kvharness 0.6) ----
+int one_plan(void*, const kvh_plan_args* a, kvh_plan* out) {
+  static const int32_t splits[4] = {1, 2, 3, 4};
+  out->num_tensors = 1;
+  out->specs[0] = kvh_workspace_spec{};
+  out->specs[0].dtype = KVH_DT_I32, out->specs[0].ndim = 1, out->specs[0].shape[0] = a->num_seqs;
+  std::strcpy(out->specs[0].name, "num_splits");
+  out->data[0] = splits;
+  return a->num_seqs > 4 ? KVH_RAISED : 0;
+}
+int too_many_plans(void*, const kvh_plan_args*, kvh_plan* out) {
+  out->num_tensors = KVH_MAX_PLAN_TENSORS + 1;
+  return 0;
+}
+
+// The planner is read only within the descriptor's struct_size, and its plan is checked.
+TEST(RegistryPlan, PlannerReadWithinStructSizeAndItsPlanChecked) {
+  kvh_kernel_desc d{};
+  d.abi_version = KVH_ABI_VERSION, d.name = "planned", d.role = KVH_ROLE_READER, d.cache_format = KVH_CACHE_MLA;
+  d.attention = no_attention, d.plan = one_plan;
+  kvh_kernel_desc old = d;
+  old.name = "old_planned";
+  old.struct_size = uint32_t(offsetof(kvh_kernel_desc, plan));  // a kvharness 0.5 descriptor: no plan field
+  kvh_kernel_desc many = d;
+  many.name = "too_many", many.plan = too_many_plans;
+  Registry reg(Registry::NoBuiltins{});
+  reg.add(d, "test");
+  reg.add(old, "test");
+  reg.add(many, "test");
+  EXPECT_FALSE(reg.find("old_planned")->plan);
+  const Kernel& k = *reg.find("planned");
+  ASSERT_TRUE(k.plan);
+  kvh_plan_args a{};
+  a.num_seqs = 3;
+  const kvh_plan p = k.plan(&a);
+  ASSERT_EQ(p.num_tensors, 1);
+  EXPECT_EQ(static_cast<const int32_t*>(p.data[0])[2], 3);
+  a.num_seqs = 5;
+  EXPECT_THROW(k.plan(&a), PlannerFailed);
+  try {
+    reg.find("too_many")->plan(&a);
+    FAIL() << "9 plan tensors accepted";
+  } catch (const PlannerFailed& e) {
+    EXPECT_EQ(std::string(e.what()), "planner: num_tensors 9 outside 0..8");
+  }
+}
+
 // ---- capabilities ----
 
 TEST(Capabilities, EveryDeclaredDimensionIsChecked) {

@@ -27,6 +27,8 @@ extern "C" const kvh_kernel_desc* kvh_planted_wide_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_unified_readers(int32_t* count);
 extern "C" const kvh_kernel_desc* kvh_planted_mla_writers(int32_t* count);  // issue 22 (MLA writer)
 extern "C" const kvh_kernel_desc* kvh_planted_int8(int32_t* count);  // issue 22 (int8)
+// ---- issue 22 (C): planted MLA readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -100,6 +102,12 @@ const Mutant kMutants[] = {
     {"kernel", "concat_and_cache_mla", "planted_mla_swaps_halves", "writer=concat_and_cache_mla"},
     {"kernel", "concat_and_cache_mla", "planted_mla_writes_pad_columns", "writer=concat_and_cache_mla"},
     {"kernel", "concat_and_cache_mla", "planted_mla_ignores_padding", "writer=concat_and_cache_mla"},
+    // ---- issue 22 (C): planted MLA readers, killed by the default suite's MLA slice ----
+    {"kernel", "mla_decode", "planted_mla_rope_ignored", "reader=mla_decode"},
+    {"kernel", "mla_decode", "planted_mla_value_last512", "reader=mla_decode"},
+    {"kernel", "mla_decode", "planted_mla_splits_ignored", "reader=mla_decode"},
+    {"kernel", "mla_decode", "planted_mla_block_size_one", "reader=mla_decode"},
+    // ---- end issue 22 (C) ----
     {"router", "aiter-b4885d2", "planted_router_ge_threshold", ""},
     {"router", "aiter-b4885d2", "planted_router_one_cu", ""},
     {"router", "aiter-b4885d2", "planted_router_dtype_first", ""},
@@ -142,6 +150,7 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_unified_readers, "planted");
   kvh::register_builtin_extension(kvh_planted_mla_writers, "planted");  // issue 22 (MLA writer)
   kvh::register_builtin_extension(kvh_planted_int8, "planted");  // issue 22 (int8)
+  kvh::register_builtin_extension(kvh_planted_mla_readers, "planted");  // issue 22 (C)
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;
