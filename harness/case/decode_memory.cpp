@@ -15,6 +15,22 @@
 namespace kvh {
 
 namespace {
+// The sequences' tokens and pages, every drawn length at the max (make_sequences' block count).
+struct SeqTotals {
+  int64_t used = 0, tokens = 0, max_ctx = 0, num_blocks = 0;
+};
+SeqTotals seq_totals(const Case& c) {
+  SeqTotals t;
+  for (int64_t i = 0; i < c.batch_size; ++i) {
+    const int64_t n = c.context_lens.empty() ? c.context_len_max : c.context_lens[size_t(i)];
+    t.used += (n + c.block_size - 1) / c.block_size;
+    t.tokens += n;
+    t.max_ctx = std::max(t.max_ctx, n);
+  }
+  t.num_blocks = c.min_block_id + t.used + t.used / 8 + 1;
+  return t;
+}
+
 // An MLA case (provider.h KVH_CACHE_MLA): one latent row of R + P elements a token, the
 // latent projection [T, R + P + pad] for the context, query [Q, NH, R + P] in a fused buffer,
 // out [Q, NH, R], the split workspaces of at most kMlaMaxSplits (64) splits; the reference
@@ -22,14 +38,8 @@ namespace {
 MemoryEstimate estimate_mla_memory(const Case& c) {
   const int64_t S = c.batch_size, NH = c.num_heads, R = c.kv_lora_rank, P = c.qk_rope_head_dim, D = R + P;
   const int64_t B = c.block_size, eb = c.fp8_cache() ? 1 : 2;
-  int64_t used = 0, T = 0, max_ctx = 0;
-  for (int64_t i = 0; i < S; ++i) {
-    const int64_t n = c.context_lens.empty() ? c.context_len_max : c.context_lens[size_t(i)];
-    used += (n + B - 1) / B;
-    T += n;
-    max_ctx = std::max(max_ctx, n);
-  }
-  const int64_t num_blocks = c.min_block_id + used + used / 8 + 1;
+  const SeqTotals st = seq_totals(c);
+  const int64_t T = st.tokens, max_ctx = st.max_ctx, num_blocks = st.num_blocks;
   const CacheGeometry g{num_blocks, B, 1, R, c.fp8_cache() ? 16 : 8, eb, P};
   auto made = make_cache_layout(CacheFormat::Mla, c.layout, g, c.padded_page_bytes);
   const int64_t storage = made.layout ? made.layout->storage_elems : num_blocks * B * D;
@@ -54,14 +64,8 @@ MemoryEstimate estimate_mla_memory(const Case& c) {
 MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
   if (c.mla()) return estimate_mla_memory(c);
   const int64_t S = c.batch_size, NH = c.num_heads, NKV = c.num_kv_heads, HD = c.head_size, B = c.block_size;
-  int64_t used = 0, T = 0, max_ctx = 0;  // the same block count as make_sequences, every drawn length at the max
-  for (int64_t i = 0; i < S; ++i) {
-    const int64_t n = c.context_lens.empty() ? c.context_len_max : c.context_lens[size_t(i)];
-    used += (n + B - 1) / B;
-    T += n;
-    max_ctx = std::max(max_ctx, n);
-  }
-  const int64_t num_blocks = c.min_block_id + used + used / 8 + 1;
+  const SeqTotals st = seq_totals(c);
+  const int64_t T = st.tokens, max_ctx = st.max_ctx, num_blocks = st.num_blocks;
   const CacheGeometry g{num_blocks, B, NKV, HD, 8, 2};
   auto made = make_cache_layout(CacheFormat(cache_format), c.layout, g, c.padded_page_bytes);
   // A layout the format cannot take runs nothing; without it, count the two views alone.
