@@ -217,11 +217,13 @@ void add_case(const Ctx& c, const toml::table& t, std::vector<Case>& out, Case&&
   // A decode case's blocks below min_block_id are cache too (unused, but allocated).
   const int64_t tokens = k.kind == CaseKind::Write ? k.batch_size
                                                    : k.batch_size * k.context_len_max + (k.min_block_id - 1) * k.block_size;
-  const int64_t bytes = tokens * k.num_kv_heads * k.head_size * 2 * 2;  // each factor <= 2^36, 2^12, 2^10
+  // MLA: one latent row (head_size = kv_lora_rank + qk_rope_head_dim) a token, no separate V.
+  const int64_t bytes = tokens * k.num_kv_heads * k.head_size * 2 * (k.mla() ? 1 : 2);  // each factor <= 2^36, 2^12, 2^10
   if (k.layout != Scheme::Large && bytes > kMaxKvCacheBytes)
     c.fail(t, k.kind == CaseKind::Write ? "num_tokens" : "batch_sizes",
-           fmt::format("{} tokens x {} kv heads x head size {} need {} GiB of K/V cache; at most {} GiB per case",
-                       tokens, k.num_kv_heads, k.head_size, bytes >> 30, kMaxKvCacheBytes >> 30));
+           fmt::format("{} tokens x {} kv heads x head size {} need {} GiB of {} cache; at most {} GiB per case",
+                       tokens, k.num_kv_heads, k.head_size, bytes >> 30, k.mla() ? "latent" : "K/V",
+                       kMaxKvCacheBytes >> 30));
   out.push_back(std::move(k));
 }
 

@@ -181,5 +181,16 @@ TEST(CaseFileMla, PresetsCarryTheirLatentSizesAndSources) {
   EXPECT_EQ(find_preset("Kimi-K2")->num_heads, 64);
 }
 
+// The per-case size bound counts one latent row a token (no separate V): 48M tokens of 576 bf16
+// elements (51 GiB) pass, 64M (68 GiB) are refused naming the latent cache.
+TEST(CaseFileMla, TheCacheBoundCountsOneLatentRowAToken) {
+  auto table = [](int n) {
+    return "[[attention]]\nmodels = [\"DeepSeek-V3\"]\nbatch_sizes = [" + std::to_string(n) +
+           "]\ncontext_lens = [1000000, 1000000]\nblock_sizes = [64]\ndtypes = [\"bf16\"]\nreaders = [\"mla_decode\"]\n";
+  };
+  EXPECT_EQ(parse_case_text(table(48), "m.toml").size(), 1u);
+  expect_error(table(64), "field 'batch_sizes': 64000000 tokens x 1 kv heads x head size 576 need 68 GiB of latent cache");
+}
+
 }  // namespace
 }  // namespace kvh
