@@ -128,9 +128,11 @@ routing::RouteInput route_input(const Case& c, routing::CacheDtype dtype) {
     in.max_query_len = c.max_query_len();
     in.num_query_tokens = c.batch_size * c.max_query_len();
   }
-  // MLA steps (issue 22): the vllm-rocm-mla-* policies read kv_lora_rank and the cache dtype.
+  // The cache dtype as the attention case gives it (fp8, int8: the router's quantized-cache rules);
+  // MLA steps (issue 22): the vllm-rocm-mla-* policies read kv_lora_rank too.
+  if (c.fp8_cache()) in.cache_dtype = routing::CacheDtype::fp8;
+  if (c.int8_cache()) in.cache_dtype = routing::CacheDtype::int8;
   in.kv_lora_rank = c.mla() ? c.kv_lora_rank : 0;
-  if (c.mla() && c.fp8_cache()) in.cache_dtype = routing::CacheDtype::fp8;
   return in;
 }
 
