@@ -142,6 +142,10 @@ TEST(MlaWriteCase, AKernelOfAnotherFormatIsUnsupportedWithTheReason) {
   const CaseResult head =
       run_write_case(fp8(mla_case("concat_and_cache_mla", Scheme::Separate), KvCacheDType::Fp8E4m3fn, KvScales::Head), reg);
   EXPECT_EQ(head.v.status, Status::Unsupported) << why(head);
+  // A cache dtype the latent cache does not have: int8 (the writer declares 16-bit and fp8 only).
+  const CaseResult int8 = run_write_case(fp8(mla_case("concat_and_cache_mla", Scheme::Separate), KvCacheDType::Int8), reg);
+  EXPECT_EQ(int8.v.status, Status::Unsupported) << why(int8);
+  EXPECT_NE(int8.v.detail.find("int8"), std::string::npos) << why(int8);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ const kvh_workspace_fn kSplitK = workspace_entry<kvh_paged_attention_workspace_b
 kvh_capabilities mla_writer_caps() {
   kvh_capabilities c{};
   c.cache_formats = 1u << KVH_CACHE_MLA;
-  c.cache_dtypes = kAllCacheDtypes;
+  c.cache_dtypes = kAllCacheDtypes & ~(1u << KVH_DT_I8);  // MLA caches: 16-bit or fp8 (provider.h), no int8
   c.kv_scales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR);
   return c;
 }
