@@ -197,9 +197,9 @@ bool plan_capabilities(DecodeCase& d) {
   reader_use.modifiers = c.modifiers();
   reader_use.max_query_len = c.max_query_len();
   // An MLA case only an MLA reader can read, and an MLA reader reads nothing else (cache_setup.h).
-  if (const std::string why = cache_format_refusal(c, *d.rd).empty() ? d.rd->outside_capabilities(reader_use)
-                                                                     : cache_format_refusal(c, *d.rd);
-      !why.empty()) {
+  std::string why = cache_format_refusal(c, *d.rd);
+  if (why.empty()) why = d.rd->outside_capabilities(reader_use);
+  if (!why.empty()) {
     if (c.router_policy.empty()) return d.unsupported(why);
     d.misroute = fmt::format("router {} sent the case to {} ({}): {}", c.router_policy, d.reader, d.r.route_reason, why);
   } else if (!c.router_policy.empty() && !c.expect_routed_to.empty() && d.reader != c.expect_routed_to) {
