@@ -10,20 +10,14 @@
 
 #include "readers/mla_decode.h"
 #include "registry/registry.h"
+#include "testing/attention_check.h"
 #include "testing/mla_check.h"
 
 namespace kvh::testing {
 namespace {
 
-const Kernel& builtin(const std::string& name) {
-  static const Registry r;
-  const Kernel* k = r.find(name);
-  if (!k) throw std::runtime_error("no kernel " + name);
-  return *k;
-}
-
 MlaResult run(const std::string& reader, const MlaCase& c) {
-  const Kernel& k = reader.rfind("planted_", 0) == 0 ? planted_mla_reader(reader) : builtin(reader);
+  const Kernel& k = reader.rfind("planted_", 0) == 0 ? planted_mla_reader(reader) : builtin_reader(reader);
   return run_mla_case(k, c);
 }
 

@@ -9,17 +9,11 @@
 #include "readers/mla_variants.h"
 #include "registry/registry.h"
 #include "router/router.h"
+#include "testing/attention_check.h"
 #include "testing/mla_check.h"
 
 namespace kvh::testing {
 namespace {
-
-const Kernel& builtin(const std::string& name) {
-  static const Registry r;
-  const Kernel* k = r.find(name);
-  if (!k) throw std::runtime_error("no kernel " + name);
-  return *k;
-}
 
 MlaCase mla(int heads, int32_t cache_dtype, std::vector<MlaSeq> seqs) {
   MlaCase c;
@@ -31,7 +25,7 @@ MlaCase mla(int heads, int32_t cache_dtype, std::vector<MlaSeq> seqs) {
 }
 
 TEST(MlaVariants, GluonRunsBf16AnyBatchAndFp8AtBatchOneOnly) {
-  const Kernel& g = builtin(routing::kMlaGluonReader);
+  const Kernel& g = builtin_reader(routing::kMlaGluonReader);
   for (int h : {4, 8, 16}) {
     EXPECT_TRUE(run_mla_case(g, mla(h, 0, {{1, 50}, {1, 90}})).passed()) << h;  // bf16 cache, batch 2
     EXPECT_TRUE(run_mla_case(g, mla(h, KVH_DT_FP8_E4M3FN, {{1, 120}})).passed()) << h;  // fp8, batch 1
@@ -46,12 +40,12 @@ TEST(MlaVariants, GluonRunsBf16AnyBatchAndFp8AtBatchOneOnly) {
 TEST(MlaVariants, GluonFp8RefusesAnFp16Query) {
   MlaCase c = mla(8, KVH_DT_FP8_E4M3FN, {{1, 60}});
   c.dtype = KVH_DT_F16;
-  const MlaResult r = run_mla_case(builtin(routing::kMlaGluonReader), c);
+  const MlaResult r = run_mla_case(builtin_reader(routing::kMlaGluonReader), c);
   EXPECT_NE(r.refused.find("a bf16 query"), std::string::npos) << r.str();
 }
 
 TEST(MlaVariants, AsmRunsPaddedAndTiledHeadCountsAndRefusesTheRest) {
-  const Kernel& a = builtin(routing::kMlaAsmReader);
+  const Kernel& a = builtin_reader(routing::kMlaAsmReader);
   for (int h : {8, 12, 16, 64, 128})
     for (int32_t cd : {0, int(KVH_DT_FP8_E4M3FN)}) {
       const MlaResult r = run_mla_case(a, mla(h, cd, {{1, 70}, {2, 150}, {1, 1}}));
@@ -73,10 +67,10 @@ TEST(MlaVariants, FixedPolicyRoutesOnlyIntoDomainsOldPoliciesDoNot) {
         in.num_seqs = batch, in.num_heads = h, in.num_kv_heads = 1, in.head_size = 576, in.kv_lora_rank = 512;
         in.cache_dtype = cd ? routing::CacheDtype::fp8 : routing::CacheDtype::bf16;
         in.compute_units = 256, in.dtype = KVH_DT_BF16;
-        const MlaResult fixed = run_mla_case(builtin(routing::route("vllm-rocm-mla-51011", in).reader), mla(h, cd, seqs));
+        const MlaResult fixed = run_mla_case(builtin_reader(routing::route("vllm-rocm-mla-51011", in).reader), mla(h, cd, seqs));
         EXPECT_TRUE(fixed.passed()) << h << " heads, cache " << cd << ", batch " << batch << ": " << fixed.str();
         for (const char* old : {"vllm-rocm-mla-pre-50578", "vllm-rocm-mla-50578"})
-          refused_old += !run_mla_case(builtin(routing::route(old, in).reader), mla(h, cd, seqs)).refused.empty();
+          refused_old += !run_mla_case(builtin_reader(routing::route(old, in).reader), mla(h, cd, seqs)).refused.empty();
       }
   // fp8 at batch 2: 4, 8 and 12 heads under pre-50578; 4 and 8 under 50578 (12 goes to the padded ASM decode).
   EXPECT_EQ(refused_old, 3 + 2);
