@@ -108,6 +108,11 @@ const Mutant kMutants[] = {
     {"kernel", "mla_decode", "planted_mla_splits_ignored", "reader=mla_decode"},
     {"kernel", "mla_decode", "planted_mla_block_size_one", "reader=mla_decode"},
     // ---- end issue 22 (C) ----
+    // ---- issue 23 (E): modifier bugs, each killed by several independent tables ----
+    {"kernel", "paged_attention_rocm", "planted_alibi_slope_by_kv_head", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_v1", "planted_v1_window_off_by_one", "reader=paged_attention_v1"},
+    {"kernel", "paged_attention_v1", "planted_v1_sink_every_partition", "reader=paged_attention_v1"},
+    // ---- end issue 23 (E) ----
     {"router", "aiter-b4885d2", "planted_router_ge_threshold", ""},
     {"router", "aiter-b4885d2", "planted_router_one_cu", ""},
     {"router", "aiter-b4885d2", "planted_router_dtype_first", ""},

@@ -52,9 +52,14 @@
 //   planted_empty_partition_reduce the reduce merges every partition from 0,
 //                                 including those a sliding window left empty
 //                                 (never run): it reads their unwritten workspace
+//   planted_alibi_slope_by_kv_head ALiBi slope of query head h read at index
+//                                 h / group (its kv head's): right for group 1
+//   planted_v1_sink_every_partition the sink logit joins every partition's
+//                                 exp-sum (pa_v1 reader; right for one partition)
 //   planted_v1_*                  the same bugs in the pa_v1 reader
 //                                 (paged_attention_v1): gqa_modulo,
-//                                 reduce_tree_32, drop_tail_partition
+//                                 reduce_tree_32, drop_tail_partition,
+//                                 window_off_by_one
 //   planted_scale_*               fp8 scale-indexing bugs, one per granularity:
 //                                 head_by_query_head (head scale at kv * group),
 //                                 block_by_logical (block scale at the logical
@@ -158,6 +163,23 @@ struct NhdTokenStrideFromHeads : CorrectVariant {
   }
 };
 
+// ---- issue 23 (E): one more bug behind each score modifier ----
+// ALiBi slopes indexed by the kv head (h / group) instead of the query head:
+// right for a GQA group of 1, wrong wherever a group shares a kv head.
+struct AlibiSlopeByKvHead : CorrectVariant {
+  static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) {
+    const kvh::kernels::ScoreModifiers& m = a.mods;
+    s = m.capped(s);
+    return m.alibi ? s + m.alibi_slope(h / (a.num_heads / a.num_kv_heads)) * float(t - (ctx - 1)) : s;
+  }
+};
+// The sink logit folded into every partition's max and exp-sum: counted once
+// per partition in the denominator (right for a sequence of one partition).
+struct SinkEveryPartition : CorrectVariant {
+  static KVH_HD bool sink_in_partition(int, int) { return true; }
+};
+// ---- end issue 23 (E) ----
+
 template <class Variant, int kFormat = KVH_CACHE_SHUFFLE>
 int planted(const kvh_attention_args* a, void* stream) {
   return kvh::kernels::launch_paged_attention<kFormat, Variant>(*a, stream);
@@ -248,6 +270,16 @@ const kvh_kernel_desc kPlanted[] = {
     reader<planted<DropTailPartition, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
         "planted_v1_drop_tail_partition",
         "PLANTED BUG (pa_v1 reader): drops the last partition of a sequence whose length is not a multiple of 256"),
+    // ---- issue 23 (E): modifier bugs killed by several independent tables ----
+    reader<planted<AlibiSlopeByKvHead>>(
+        "planted_alibi_slope_by_kv_head",
+        "PLANTED BUG: ALiBi slope of query head h read at its kv head's index (h / group)"),
+    reader<planted<WindowOffByOne, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
+        "planted_v1_window_off_by_one", "PLANTED BUG (pa_v1 reader): the sliding window keeps sliding_window + 1 tokens"),
+    reader<planted<SinkEveryPartition, KVH_CACHE_PA_V1>, KVH_CACHE_PA_V1>(
+        "planted_v1_sink_every_partition",
+        "PLANTED BUG (pa_v1 reader): the sink logit joins every split-K partition's exp-sum, not only the first"),
+    // ---- end issue 23 (E) ----
 };
 
 }  // namespace
