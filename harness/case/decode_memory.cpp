@@ -10,6 +10,7 @@
 #include "case/attention_case.h"
 #include "case/cache_setup.h"
 #include "case/decode_inputs.h"
+#include "case/device_cache.h"
 #include "run/parallel.h"
 
 namespace kvh {
@@ -75,9 +76,15 @@ MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
       {64 * 1024, 4 * block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * block_stride});
   const int64_t max_blocks = (max_ctx + B - 1) / B + 1;
   const int64_t partitions = (max_ctx + 255) / 256;
+  // A sparse arena (device_cache.h, issue 23) backs its margins and its sequences' pages (at
+  // most a block stride each in each view), rounded to the backend's granularity (2 MiB on GPUs).
+  const int64_t cache_bytes =
+      storage * 2 < kSparseArenaBytes
+          ? storage * 2 + 2 * margin
+          : std::min(storage * 2, 2 * (st.used + 2) * block_stride * 2 + (int64_t(16) << 20)) + 2 * margin;
   const int64_t Q = S * c.max_query_len();  // query tokens at most (decode: one a sequence)
   MemoryEstimate e;
-  e.device_bytes = 2 * (storage * 2 + 2 * margin)         // cache and snapshot
+  e.device_bytes = 2 * cache_bytes                         // cache and snapshot
                    + Q * (NH + 2 * NKV) * HD * 2           // the step's fused QKV
                    + T * 2 * NKV * HD * 2 + T * 8          // the context's fused KV, slot_mapping
                    + Q * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
