@@ -118,8 +118,8 @@ const Mutant kMutants[] = {
     {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},
     // ---- issue 23 (A sparse): index widths, killed by the default suite's sparse slice ----
     {"kernel", "reshape_and_cache_flash", "planted_writer_int32_offset", "writer=reshape_and_cache_flash,layout=large"},
-    {"kernel", "paged_attention_rocm", "planted_int32_offset", "reader=paged_attention_rocm,min_block_id=1100000"},
-    {"kernel", "paged_attention_rocm", "planted_uint16_block_id", "reader=paged_attention_rocm,min_block_id=1100000"},
+    {"kernel", "paged_attention_rocm", "planted_int32_offset", "reader=paged_attention_rocm,id=*minblock=1100000*"},
+    {"kernel", "paged_attention_rocm", "planted_uint16_block_id", "reader=paged_attention_rocm,id=*minblock=1100000*"},
     // ---- end issue 23 (A sparse) ----
 };
 
