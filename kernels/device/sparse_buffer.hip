@@ -224,13 +224,16 @@ SparseBuffer::SparseBuffer(size_t bytes, std::vector<ByteRange> windows) : bytes
     base_ = m;
     ptr_ = static_cast<uint8_t*>(m) + kGuardBytes;
     reserved_ = true;
-    for (const ByteRange& w : windows_)
-      if (mprotect(static_cast<uint8_t*>(ptr_) + w.begin, (w.end - w.begin + gran - 1) / gran * gran,
-                   PROT_READ | PROT_WRITE) != 0) {
+    for (const ByteRange& w : windows_) {
+      uint8_t* at = static_cast<uint8_t*>(ptr_) + w.begin;
+      const size_t len = (w.end - w.begin + gran - 1) / gran * gran;
+      if (mprotect(at, len, PROT_READ | PROT_WRITE) != 0) {
         release();
         bytes_ = bytes;
         break;
       }
+      (void)madvise(at, len, MADV_HUGEPAGE);  // as big_alloc: a window of gigabytes faults in 2 MiB at a time
+    }
     if (reserved_) return;
   }
   mapped_ = 0;
