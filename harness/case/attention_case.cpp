@@ -315,8 +315,11 @@ void make_cache(DecodeCase& d) {
   const Case& c = d.c;
   const CacheLayout& L = d.L();
   enter_phase(Phase::AllocFill);
-  d.cache.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
-  d.snapshot.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
+  // The pages the block tables name: all a sparse arena backs (a large cache's; issue 23).
+  const std::vector<PageRange> touched =
+      page_ranges(std::vector<int64_t>(d.pt.tables.begin(), d.pt.tables.end()), L.key.shape[0]);
+  d.cache.emplace(L, d.margin, touched);
+  d.snapshot.emplace(L, d.margin, touched);
   std::vector<uint8_t> overwritten;
   if (!d.wr && c.stale == Stale::Random && !c.quantized_cache()) {  // the only fill that skips them
     overwritten.assign(size_t(d.pt.num_pages), 0);

@@ -10,6 +10,7 @@
 #include "case/attention_case.h"
 #include "case/cache_setup.h"
 #include "case/decode_inputs.h"
+#include "case/device_cache.h"
 #include "run/parallel.h"
 
 namespace kvh {
@@ -75,9 +76,15 @@ MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
       {64 * 1024, 4 * block_stride, 2 * (std::max<int64_t>(c.block_table_padding, 0) + 3) * block_stride});
   const int64_t max_blocks = (max_ctx + B - 1) / B + 1;
   const int64_t partitions = (max_ctx + 255) / 256;
+  // A sparse arena (device_cache.h, issue 23) backs its margins and its sequences' pages (at
+  // most a block stride each in each view), rounded to the backend's granularity (2 MiB on GPUs).
+  const int64_t cache_bytes =
+      storage * 2 < kSparseArenaBytes
+          ? storage * 2 + 2 * margin
+          : std::min(storage * 2, 2 * (st.used + 2) * block_stride * 2 + (int64_t(16) << 20)) + 2 * margin;
   const int64_t Q = S * c.max_query_len();  // query tokens at most (decode: one a sequence)
   MemoryEstimate e;
-  e.device_bytes = 2 * (storage * 2 + 2 * margin)         // cache and snapshot
+  e.device_bytes = 2 * cache_bytes                         // cache and snapshot
                    + Q * (NH + 2 * NKV) * HD * 2           // the step's fused QKV
                    + T * 2 * NKV * HD * 2 + T * 8          // the context's fused KV, slot_mapping
                    + Q * NH * HD * 2 + S * max_blocks * 4 + S * 4 + 3 * 2 * kSmallMargin
@@ -92,23 +99,31 @@ MemoryEstimate estimate_decode_memory(const Case& c, int32_t cache_format) {
   return e;
 }
 
+namespace {
+// "16.8 GiB", or below a GiB "34.2 MiB" (a sparse cache's estimate would read 0.0 GiB).
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (uint64_t(1) << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(uint64_t(1) << 30));
+  return fmt::format("{:.1f} MiB", double(bytes) / double(uint64_t(1) << 20));
+}
+}  // namespace
+
 std::string memory_refusal(const MemoryEstimate& need, bool cpu_backend, uint64_t device_total,
                            uint64_t host_available) {
-  const double gib = double(int64_t(1) << 30);
   if (cpu_backend) {
     const int64_t both = need.device_bytes + need.host_bytes;
     if (uint64_t(both) <= host_available) return "";
-    return fmt::format("needs {:.1f} GiB of host memory ({:.1f} GiB of buffers the cpu backend keeps in host memory "
-                       "as device memory, {:.1f} GiB for the reference); {:.1f} GiB available",
-                       both / gib, need.device_bytes / gib, need.host_bytes / gib, host_available / gib);
+    return fmt::format("needs {} of host memory ({} of buffers the cpu backend keeps in host memory "
+                       "as device memory, {} for the reference); {} available",
+                       size_text(uint64_t(both)), size_text(uint64_t(need.device_bytes)),
+                       size_text(uint64_t(need.host_bytes)), size_text(host_available));
   }
   std::string why;
   if (uint64_t(need.device_bytes) > device_total)
-    why = fmt::format("needs {:.1f} GiB of device memory; the device has {:.1f} GiB", need.device_bytes / gib,
-                      device_total / gib);
+    why = fmt::format("needs {} of device memory; the device has {}", size_text(uint64_t(need.device_bytes)),
+                      size_text(device_total));
   if (uint64_t(need.host_bytes) > host_available)
-    why += fmt::format("{}needs {:.1f} GiB of host memory; {:.1f} GiB available", why.empty() ? "" : "; ",
-                       need.host_bytes / gib, host_available / gib);
+    why += fmt::format("{}needs {} of host memory; {} available", why.empty() ? "" : "; ",
+                       size_text(uint64_t(need.host_bytes)), size_text(host_available));
   return why;
 }
 

@@ -62,11 +62,71 @@ device::CacheMap cache_map(const CacheLayout& L, bool is_value) {
   return m;
 }
 
+std::vector<PageRange> page_ranges(std::vector<int64_t> ids, int64_t num_pages) {
+  std::sort(ids.begin(), ids.end());
+  std::vector<PageRange> out;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= num_pages) continue;
+    if (!out.empty() && id <= out.back().end)
+      out.back().end = std::max(out.back().end, id + 1);
+    else
+      out.push_back({id, id + 1});
+  }
+  return out;
+}
+
+namespace {
+
+// Pages [r.begin, r.end) of view v: v with dim 0 cut to them.
+StridedView page_view(const StridedView& v, const PageRange& r) {
+  StridedView p = v;
+  p.shape[0] = r.end - r.begin;
+  p.offset = v.offset + r.begin * v.stride[0];
+  return p;
+}
+
+// The highest element offset of a non-empty view (strides are non-negative).
+int64_t last_offset(const StridedView& v) {
+  int64_t last = v.offset;
+  for (size_t d = 0; d < v.shape.size(); ++d) last += (v.shape[d] - 1) * v.stride[d];
+  return last;
+}
+
+}  // namespace
+
+std::vector<device::ByteRange> touched_bytes(const CacheLayout& L, int64_t margin, const std::vector<PageRange>& touched) {
+  const int64_t eb = L.geo.elem_bytes, storage = L.storage_elems * eb;
+  std::vector<device::ByteRange> w{{0, size_t(margin)}, {size_t(margin + storage), size_t(2 * margin + storage)}};
+  for (const PageRange& r : touched)
+    for (const StridedView* v : {&L.key, &L.value}) {
+      const StridedView p = page_view(*v, r);
+      w.push_back({size_t(margin + p.offset * eb), size_t(margin + (last_offset(p) + 1) * eb)});
+    }
+  std::sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  return w;
+}
+
 DeviceArena::DeviceArena(int64_t storage_elems, int64_t margin_bytes, int64_t elem_bytes)
     : storage_elems_(storage_elems),
       margin_(margin_bytes),
       elem_bytes_(elem_bytes),
       buf_(size_t(storage_elems * elem_bytes + 2 * margin_bytes)) {}
+
+DeviceArena::DeviceArena(const CacheLayout& L, int64_t margin_bytes, std::vector<PageRange> touched)
+    : storage_elems_(L.storage_elems), margin_(margin_bytes), elem_bytes_(L.geo.elem_bytes) {
+  const int64_t bytes = storage_elems_ * elem_bytes_ + 2 * margin_;
+  if (storage_elems_ * elem_bytes_ < kSparseArenaBytes) {
+    buf_ = device::Buffer(size_t(bytes));
+    return;
+  }
+  sparse_ = device::SparseBuffer(size_t(bytes), touched_bytes(L, margin_, touched));
+  touched_ = std::move(touched);
+}
+
+std::vector<device::ByteRange> DeviceArena::windows() const {
+  if (sparse()) return sparse_.windows();
+  return {{0, size_bytes()}};
+}
 
 void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_seed, Stale stale, KvCacheDType kv,
                              const std::vector<uint8_t>& overwritten_pages) {
@@ -76,7 +136,10 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
                                             overwritten_pages.size(), L.key.shape[0], L.value.shape[0]));
   // The views never overlap (make_cache_layout), so when they own as many elements as the
   // storage has, they own all of it: only the margins need sentinels, the old tokens cover the rest.
-  if (L.key.numel() + L.value.numel() == L.storage_elems) {
+  if (sparse()) {  // every backed window, each byte's sentinel that of its arena position
+    for (const device::ByteRange& w : windows())
+      device::fill_sentinel_at(data() + w.begin, w.end - w.begin, uint64_t(w.begin));
+  } else if (L.key.numel() + L.value.numel() == L.storage_elems) {
     device::fill_sentinel(data(), size_t(margin_));
     // The back margin's sentinel continues the arena's byte positions (GuardedArena::sentinel(i)).
     device::fill_sentinel_at(storage() + storage_elems_ * elem_bytes_, size_t(margin_),
@@ -84,20 +147,32 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
   } else {
     device::fill_sentinel(data(), size_bytes());
   }
+  // The views, or a sparse arena's touched pages of them (page `first` of each part is the view's).
+  struct Part {
+    StridedView key, value;
+    int64_t first;
+  };
+  std::vector<Part> parts;
+  if (!sparse()) parts.push_back({L.key, L.value, 0});
+  for (const PageRange& r : touched_) parts.push_back({page_view(L.key, r), page_view(L.value, r), r.begin});
   if (kv != KvCacheDType::Same) {
-    if (stale != Stale::Random) {
-      device::fill_view8_const(storage(), view16(L.key), *stale_code8(stale, kv, false));
-      device::fill_view8_const(storage(), view16(L.value), *stale_code8(stale, kv, true));
-      return;
-    }
     const int mode = kv == KvCacheDType::Int8 ? device::kCode8Int8 : kv == KvCacheDType::Fp8E4m3fnuz;
-    device::fill_view8(storage(), view16(L.key), mode, rng::stream_key(data_seed, rng::kOldKeys));
-    device::fill_view8(storage(), view16(L.value), mode, rng::stream_key(data_seed, rng::kOldValues));
+    for (const Part& p : parts) {
+      if (stale != Stale::Random) {
+        device::fill_view8_const(storage(), view16(p.key), *stale_code8(stale, kv, false));
+        device::fill_view8_const(storage(), view16(p.value), *stale_code8(stale, kv, true));
+        continue;
+      }
+      device::fill_view8(storage(), view16(p.key), mode, rng::stream_key(data_seed, rng::kOldKeys));
+      device::fill_view8(storage(), view16(p.value), mode, rng::stream_key(data_seed, rng::kOldValues));
+    }
     return;
   }
   if (stale != Stale::Random) {
-    device::fill_view16_const(storage(), view16(L.key), *stale_bits(stale, dtype, false));
-    device::fill_view16_const(storage(), view16(L.value), *stale_bits(stale, dtype, true));
+    for (const Part& p : parts) {
+      device::fill_view16_const(storage(), view16(p.key), *stale_bits(stale, dtype, false));
+      device::fill_view16_const(storage(), view16(p.value), *stale_bits(stale, dtype, true));
+    }
     return;
   }
   const bool bf16 = dtype == DType::BF16;
@@ -106,10 +181,13 @@ void DeviceArena::fill_cache(const CacheLayout& L, DType dtype, uint64_t data_se
     skip = device::Buffer(overwritten_pages.size());
     skip.upload(overwritten_pages.data(), overwritten_pages.size());
   }
-  const auto* flags = static_cast<const uint8_t*>(skip.get());
-  device::fill_view16(storage(), view16(L.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys), flags);
-  device::fill_view16(storage(), view16(L.value), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldValues),
-                      flags);
+  for (const Part& p : parts) {
+    const auto* flags = skip.get() ? static_cast<const uint8_t*>(skip.get()) + p.first : nullptr;
+    device::fill_view16(storage(), view16(p.key), rng::kOldToken, bf16, rng::stream_key(data_seed, rng::kOldKeys),
+                        flags);
+    device::fill_view16(storage(), view16(p.value), rng::kOldToken, bf16,
+                        rng::stream_key(data_seed, rng::kOldValues), flags);
+  }
 }
 
 void DeviceArena::fill_pages(const CacheLayout& L, int64_t first_id, int64_t count, uint16_t bits) {
@@ -135,10 +213,13 @@ void DeviceArena::fill_pages(const CacheLayout& L, int64_t first_id, int64_t cou
 
 void DeviceArena::copy_from(const DeviceArena& o) {
   if (o.size_bytes() != size_bytes()) throw std::logic_error("DeviceArena::copy_from: arenas of different sizes");
-  device::copy_d2d(data(), o.data(), size_bytes());
+  const std::vector<device::ByteRange> w = windows();
+  if (o.windows().size() != w.size()) throw std::logic_error("DeviceArena::copy_from: arenas of different windows");
+  for (const device::ByteRange& r : w) device::copy_d2d(data() + r.begin, o.data() + r.begin, r.end - r.begin);
 }
 
 GuardedArena DeviceArena::download() const {
+  if (sparse()) throw std::logic_error("DeviceArena::download: a sparse arena (only its touched pages exist)");
   GuardedArena h(storage_elems_, elem_bytes_, margin_, GuardedArena::Uninitialized{});
   // In 16 MiB pieces on all host threads: a pageable download is bound by the host's staging copy.
   constexpr int64_t kPiece = 16 << 20;
@@ -152,7 +233,10 @@ GuardedArena DeviceArena::download() const {
 
 int64_t DeviceArena::first_difference(const DeviceArena& o) const {
   if (o.size_bytes() != size_bytes()) throw std::logic_error("DeviceArena::first_difference: different sizes");
-  return device::first_difference(data(), o.data(), size_bytes());
+  for (const device::ByteRange& r : windows())  // in address order: the first found is the first
+    if (const int64_t d = device::first_difference(data() + r.begin, o.data() + r.begin, r.end - r.begin); d >= 0)
+      return int64_t(r.begin) + d;
+  return -1;
 }
 
 DeviceQkv make_device_qkv(int64_t T, int64_t nh, int64_t nkv, int64_t hd, DType dtype, uint64_t data_seed,
@@ -250,7 +334,8 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
   }
   // Something differs: explain it on the host (which elements, whose memory, how wrong). The
   // cache as the writer found it is the fill again, made on the host: a pure function of the seed.
-  try {
+  // A sparse arena has no whole cache to explain with: the first differing byte names it.
+  if (!actual.sparse()) try {
     // The cpu backend's device memory is host memory: read it in place (a download of two
     // caches would be most of a failing big case's time).
     std::optional<GuardedArena> e_host, a_host;
@@ -285,16 +370,17 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
   } catch (const std::bad_alloc&) {
   } catch (const device::AllocError&) {
   }
-  // No room to explain (the large layouts need three more copies of the cache): still a FAIL,
-  // named by its first differing byte.
+  // No room to explain (the large layouts need three more copies of the cache), or a sparse
+  // arena: still a FAIL, named by its first differing byte.
   enter_phase(Phase::Check);
   Verdict v;
   const int64_t el = (first - actual.margin_bytes()) / actual.elem_bytes();
   const bool owned = first >= actual.margin_bytes() && el < L.storage_elems && (L.key.index_of(el) || L.value.index_of(el));
   add_cause(v, component::kWriter, owned ? reason::kMismatch : reason::kOutOfView,
-            fmt::format("the cache differs from the reference writer's from arena byte {} ({}); no memory to "
+            fmt::format("the cache differs from the reference writer's from arena byte {} ({}); {} to "
                         "classify the rest (out of view, mismatched, unwritten)",
-                        first, describe_arena_byte(L, actual.margin_bytes(), first)));
+                        first, describe_arena_byte(L, actual.margin_bytes(), first),
+                        actual.sparse() ? "a sparse arena (only the case's pages exist): no whole cache" : "no memory"));
   return v;
 }
 

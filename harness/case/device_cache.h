@@ -11,6 +11,7 @@
 #include "case.h"
 #include "device/device.h"
 #include "device/device_ops.h"
+#include "device/sparse_buffer.h"
 #include "layout.h"
 
 namespace kvh {
@@ -21,15 +22,52 @@ device::View16 view16(const StridedView& v);
 /// Agrees with reference::cache_offset on every element (device_cache_test).
 device::CacheMap cache_map(const CacheLayout& L, bool is_value);
 
+/// Page ids [begin, end) of a cache layout's views (the kernel's pages, dim 0 of L.key and L.value).
+struct PageRange {
+  int64_t begin = 0, end = 0;
+};
+/// The ids in [0, num_pages) of `ids` as sorted, merged ranges (others are
+/// margin pages: block-table padding).
+std::vector<PageRange> page_ranges(std::vector<int64_t> ids, int64_t num_pages);
+/// A cache arena of this many storage bytes or more is sparse (issue 23):
+/// only the pages its case touches are backed by memory. Every view that
+/// spans 2^31 16-bit elements or more passes it; no cache of the default
+/// suite's other slices comes near it.
+constexpr int64_t kSparseArenaBytes = int64_t(1) << 31;
+/// The bytes of an arena of L with `margin_bytes` margins that are backed by
+/// memory when it is sparse: both margins, and for each of `touched` and each
+/// of L's K and V views the bytes from its first page's lowest element to its
+/// last page's highest. Sorted, not yet rounded.
+std::vector<device::ByteRange> touched_bytes(const CacheLayout& L, int64_t margin_bytes,
+                                             const std::vector<PageRange>& touched);
+
 /// A guarded arena in device memory: margin_bytes, storage_elems elements of
 /// elem_bytes (2: fp16/bf16, 1: fp8), margin_bytes again (as GuardedArena on
 /// the host). Contents undefined until filled. Throws device::AllocError when
 /// the device cannot hold it.
+///
+/// Sparse (the second constructor, when L's storage reaches kSparseArenaBytes):
+/// the arena's address range is reserved in full, but only touched_bytes() is
+/// backed (device/sparse_buffer.h: an access elsewhere faults, a CRASH). Every
+/// operation below then works on the touched pages and the margins alone; the
+/// old tokens of a touched page are its index within its PageRange's sub-view
+/// (not the whole view's, as in a plain arena: the same in the cache and its
+/// copies, never in the host's host_fill_cache), and download() refuses.
 class DeviceArena {
  public:
   DeviceArena(int64_t storage_elems, int64_t margin_bytes, int64_t elem_bytes = 2);
-  uint8_t* data() const { return static_cast<uint8_t*>(buf_.get()); }
-  size_t size_bytes() const { return buf_.size(); }
+  /// An arena for L's storage: sparse, backing the pages of `touched` and the
+  /// margins, when L.storage_elems * elem_bytes >= kSparseArenaBytes; else as above.
+  DeviceArena(const CacheLayout& L, int64_t margin_bytes, std::vector<PageRange> touched);
+  uint8_t* data() const { return static_cast<uint8_t*>(sparse_.get() ? sparse_.get() : buf_.get()); }
+  size_t size_bytes() const { return sparse_.get() ? sparse_.size() : buf_.size(); }
+  /// True for the second constructor's sparse arena: the operations cover the
+  /// pages of touched() and the margins only (the rest is not backed, or where
+  /// the device lacks a virtual memory API, backed but never filled).
+  bool sparse() const { return sparse_.get() != nullptr; }
+  const std::vector<PageRange>& touched() const { return touched_; }
+  /// Bytes backed by memory (all of them for a plain arena).
+  size_t backed_bytes() const { return sparse_.get() ? sparse_.committed_bytes() : buf_.size(); }
   uint8_t* storage() const { return data() + margin_; }
   int64_t margin_bytes() const { return margin_; }
   int64_t storage_elems() const { return storage_elems_; }
@@ -55,14 +93,19 @@ class DeviceArena {
   void fill_pages(const CacheLayout& L, int64_t first_id, int64_t count, uint16_t bits);
   /// This arena's bytes := o's (same size).
   void copy_from(const DeviceArena& o);
-  /// The bytes as a host GuardedArena (for the host-side explanation of a difference).
+  /// The bytes as a host GuardedArena (for the host-side explanation of a
+  /// difference). Throws std::logic_error for a sparse arena.
   GuardedArena download() const;
   /// Index of the first byte where this arena and `o` differ, or -1 (on the device).
   int64_t first_difference(const DeviceArena& o) const;
 
  private:
+  // The byte windows every operation covers: the whole arena, or a sparse one's backed windows.
+  std::vector<device::ByteRange> windows() const;
   int64_t storage_elems_, margin_, elem_bytes_;
   device::Buffer buf_;
+  device::SparseBuffer sparse_;      // a sparse arena's memory (buf_ then empty)
+  std::vector<PageRange> touched_;   // a sparse arena's backed pages
 };
 
 /// A fused QKV buffer [num_tokens, (num_heads + 2*num_kv_heads) * head_size]

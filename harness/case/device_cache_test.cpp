@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -234,6 +236,64 @@ TEST(DeviceCache, FirstDifferenceFindsEveryPlantedByteAndNothingInEqualBuffers) 
       EXPECT_EQ(device::first_difference(da.get(), db.get(), n), int64_t(at)) << n;
     }
   }
+}
+
+// Issue 23: sparse arenas. A kv_first shuffle cache whose views span more than 2^31 elements
+// (2^20 + 8 pages of 2,048 elements each): only the touched pages and the margins are backed.
+CacheLayout large_kv_first() {
+  return *make_cache_layout(CacheFormat::Shuffle, Scheme::KvFirst, CacheGeometry{(1 << 20) + 8, 16, 1, 128, 8, 2})
+              .layout;
+}
+
+TEST(SparseArena, PageRangesSortMergeAndDropMarginPages) {
+  const auto r = page_ranges({7, 3, 4, -1, 5, 100, 9, 3}, 10);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].begin, 3);
+  EXPECT_EQ(r[0].end, 6);
+  EXPECT_EQ(r[1].begin, 7);
+  EXPECT_EQ(r[1].end, 8);
+  EXPECT_EQ(r[2].begin, 9);
+  EXPECT_EQ(r[2].end, 10);
+}
+
+TEST(SparseArena, BacksOnlyTheTouchedPagesAndWorksOnThem) {
+  const CacheLayout L = large_kv_first();
+  ASSERT_GT(L.value.offset, int64_t(1) << 31);  // V's pages start past 2^31 elements
+  const int64_t margin = 64 * 1024, top = L.key.shape[0] - 3;
+  const std::vector<PageRange> touched = page_ranges({70000, 70001, top}, L.key.shape[0]);
+  DeviceArena a(L, margin, touched), b(L, margin, touched);
+  ASSERT_TRUE(a.sparse());
+  EXPECT_GT(a.size_bytes(), size_t(8) << 30);
+  EXPECT_LT(a.backed_bytes(), size_t(2) << 20);  // 3 pages of 4 KiB in each view, the margins
+  a.fill_cache(L, DType::F16, 7);
+  b.copy_from(a);
+  device::synchronize();
+  EXPECT_EQ(a.first_difference(b), -1);
+  // The old tokens of a touched page, past 2^31 elements: finite, non-zero; the margin: the sentinel.
+  const uint8_t* st = a.storage();
+  uint16_t bits;
+  std::memcpy(&bits, st + (L.value.offset + top * L.value.stride[0]) * 2, 2);
+  EXPECT_NE(bits, 0);
+  EXPECT_EQ(a.data()[5], GuardedArena::sentinel(5));
+  // A difference in V's page `top` is found, at its arena byte.
+  const int64_t at = margin + (L.value.offset + top * L.value.stride[0] + 3) * 2;
+  b.data()[at] ^= 1;
+  EXPECT_EQ(a.first_difference(b), at);
+  EXPECT_THROW((void)a.download(), std::logic_error);
+  // A normal-sized cache keeps the plain arena.
+  const CacheLayout small =
+      *make_cache_layout(CacheFormat::Shuffle, Scheme::KvFirst, CacheGeometry{8, 16, 1, 128, 8, 2}).layout;
+  EXPECT_FALSE(DeviceArena(small, margin, touched).sparse());
+}
+
+TEST(SparseArenaDeathTest, AnUntouchedPageFaults) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const CacheLayout L = large_kv_first();
+  DeviceArena a(L, 64 * 1024, page_ranges({70000}, L.key.shape[0]));
+  volatile uint8_t* st = a.storage();
+  st[(L.key.offset + 70000 * L.key.stride[0]) * 2] = 1;  // touched
+  // Page 70000 mod 65,536 = 4,464: where a 16-bit block id reads.
+  EXPECT_EXIT((void)st[(L.key.offset + 4464 * L.key.stride[0]) * 2], ::testing::KilledBySignal(SIGSEGV), "");
 }
 
 }  // namespace

@@ -109,8 +109,13 @@ void prepare(WriteCase& d) {
   const Case& c = d.c;
   const CacheLayout& L = d.L();
   enter_phase(Phase::AllocFill);
-  d.cache.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
-  d.expected.emplace(L.storage_elems, d.margin, L.geo.elem_bytes);
+  // The slots' pages: all a sparse arena backs (a large cache's; issue 23).
+  std::vector<int64_t> pages;
+  for (int64_t slot : d.slots)
+    if (slot >= 0) pages.push_back(slot / L.geo.block_size);
+  const std::vector<PageRange> touched = page_ranges(std::move(pages), L.key.shape[0]);
+  d.cache.emplace(L, d.margin, touched);
+  d.expected.emplace(L, d.margin, touched);
   d.cache->fill_cache(L, c.dtype, d.r.data_seed, Stale::Random, c.kv_cache_dtype);
   d.scales.emplace(c, d.g.num_blocks, d.r.data_seed);
   d.expected->copy_from(*d.cache);  // the reference writer's starting point

@@ -121,6 +121,11 @@ const Mutant kMutants[] = {
     {"kernel", "reshape_and_cache_flash", "planted_int8_scales_heads_swapped", "writer=reshape_and_cache_flash"},
     // MLA routing (issue 22): the routed MLA slice of cases/default.toml kills it.
     {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},
+    // ---- issue 23 (A sparse): index widths, killed by the default suite's sparse slice ----
+    {"kernel", "reshape_and_cache_flash", "planted_writer_int32_offset", "writer=reshape_and_cache_flash,layout=large"},
+    {"kernel", "paged_attention_rocm", "planted_int32_offset", "reader=paged_attention_rocm,id=*minblock=1100000*"},
+    {"kernel", "paged_attention_rocm", "planted_uint16_block_id", "reader=paged_attention_rocm,id=*minblock=1100000*"},
+    // ---- end issue 23 (A sparse) ----
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -130,7 +135,6 @@ const char* const kNotMutants[] = {
     "planted_hangs",                    // a hang: the runner's watchdog test
     "planted_aborts",                   // an abort: --isolate's crash test
     "planted_missing_softmax_barrier",  // a race only --random-order exposes (planted_readers_test)
-    "planted_int32_offset",             // only offsets past 2^31 expose it: cases/large_readers.toml (GPU)
 };
 
 // The planted kernel's or policy's one-line description.

@@ -16,6 +16,7 @@ enum PlantedWriterBug : int {
   kWritesOnePast = 2,        // also writes the element just after its slot's last one
   kSwapsKV = 3,              // K into the V cache and V into the K cache
   kSkipsLastToken = 4,       // never writes the last token
+  kInt32Offset = 5,          // the element offset kept in 32 bits: wraps past 2^31 (issue 23)
 };
 
 __global__ void planted_writer_kernel(const uint16_t* key, const uint16_t* value, uint16_t* key_cache,
@@ -31,7 +32,8 @@ __global__ void planted_writer_kernel(const uint16_t* key, const uint16_t* value
   uint16_t* vc = bug == kSwapsKV ? key_cache : value_cache;
   for (int64_t i = threadIdx.x; i < num_kv_heads * head_size; i += blockDim.x) {
     const int64_t h = i / head_size, d = i % head_size;
-    const int64_t ko = cache.k(block, h, offset, d), vo = cache.v(block, h, offset, d);
+    int64_t ko = cache.k(block, h, offset, d), vo = cache.v(block, h, offset, d);
+    if (bug == kInt32Offset) ko = int32_t(ko), vo = int32_t(vo);  // `int offset = ...`: right below 2^31
     kc[ko] = key[token * ks.s[0] + h * ks.s[1] + d * ks.s[2]];
     vc[vo] = value[token * vs.s[0] + h * vs.s[1] + d * vs.s[2]];
     if (bug == kWritesOnePast && i == num_kv_heads * head_size - 1) vc[vo + 1] = vc[vo];
@@ -132,6 +134,7 @@ int ignores_negative_slot(const kvh_write_args* a, void* s) { return launch_plan
 int writes_one_past(const kvh_write_args* a, void* s) { return launch_planted(a, s, kWritesOnePast); }
 int swaps_kv(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSwapsKV); }
 int skips_last_token(const kvh_write_args* a, void* s) { return launch_planted(a, s, kSkipsLastToken); }
+int int32_offset(const kvh_write_args* a, void* s) { return launch_planted(a, s, kInt32Offset); }
 
 int fp8_truncates(const kvh_write_args* a, void* s) { return launch_planted_fp8(a, s, kFp8Truncates); }
 int fp8_multiplies_scale(const kvh_write_args* a, void* s) { return launch_planted_fp8(a, s, kFp8MultipliesScale); }
@@ -162,6 +165,8 @@ const kvh_kernel_desc kPlanted[] = {
     planted<writes_one_past>("planted_writes_one_past", "PLANTED: writes one element past its slot"),
     planted<swaps_kv>("planted_swaps_kv", "PLANTED: swaps the K and V caches"),
     planted<skips_last_token>("planted_skips_last_token", "PLANTED: never writes the last token"),
+    planted<int32_offset>("planted_writer_int32_offset",
+                          "PLANTED: computes the cache element offset in int32 (wraps past 2^31 elements)"),
     planted<wild_write>("planted_wild_write", "PLANTED: writes 2^40 elements before the cache (a fault)"),
     planted<hangs>("planted_hangs", "PLANTED: a barrier half the block never reaches (hangs)"),
     planted<aborts>("planted_aborts", "PLANTED: aborts the process at launch (a failed assertion)"),
