@@ -163,6 +163,7 @@ std::string Case::id() const {
   if (tp_rank != 0) mods += fmt::format("/rank{}", tp_rank);
   if (partition_size != 0) mods += fmt::format("/ps{}", partition_size);
   if (softmax_scale != 0) mods += fmt::format("/sc={}", softmax_scale);
+  if (derived_tolerance) mods += "/tol=derived";  // issue 23 (B long contexts)
   return fmt::format("{}/{}/tp{}/hd{}/{}{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      mla_part(*this), to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx,
                      kernels_of(*this), hp, vals, mods, seed);

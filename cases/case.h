@@ -89,6 +89,10 @@ struct Case {
   bool alibi = false;             // ALiBi with the standard slopes of the model's num_heads * tp heads
   int tp_rank = 0;                // which rank's heads (global heads tp_rank * num_heads ...); 0 <= tp_rank < tp
   int32_t partition_size = 0;     // split-K partition in tokens passed to the reader; 0 = the reader's default
+  // ---- issue 23 (B long contexts) ----
+  bool derived_tolerance = false;  // attention/pipeline: also judge `out` by the derived ulp bound
+                                   // (harness/check/tolerance.h); fp16 outputs of 16-bit caches only
+  // ---- end issue 23 (B long contexts) ----
   Stale stale = Stale::Random;           // attention/pipeline: what unwritten cache slots hold
   int64_t block_table_padding = -1;      // attention/pipeline: block_tables padding entries hold block id -1
                                          // (-1), or num_blocks + K (K >= 0); both out of range
@@ -120,7 +124,7 @@ struct Case {
   /// 16-bit cases stay).
   /// Modifiers and split control append, only when not default and in this order, before the
   /// seed: "/winN" (sliding_window), "/sinks", "/capX" (softcap), "/alibi", "/rankR" (tp_rank),
-  /// "/psP" (partition_size), "/sc=X" (softmax_scale, MLA). Ragged queries put, before them, "/qN" (every sequence N),
+  /// "/psP" (partition_size), "/sc=X" (softmax_scale, MLA), "/tol=derived" (derived_tolerance). Ragged queries put, before them, "/qN" (every sequence N),
   /// "/qMIN-MAX", "/qmixMIN-MAX" (mixed) or "/q=..." (a list, spelled as the context list),
   /// and "/noncausal"; decode cases (one query token each) keep their ids.
   /// An MLA case (kv_lora_rank > 0) has "mlaR+P/" after "hdN/" (R kv_lora_rank, P qk_rope_head_dim;

@@ -773,6 +773,28 @@ std::string target_of(const Ctx& c, const toml::table& t) {
                                 cus));
 }
 
+// ---- issue 23 (B long contexts) ----
+// `tolerance` of a decode table: "dtype" (absent) or "derived"; CaseFileError at the key otherwise.
+bool tolerance_of(const Ctx& c, const toml::table& t) {
+  const std::string v = string_field(c, t, "tolerance", "dtype");
+  if (v != "dtype" && v != "derived")
+    c.fail(node_of(c, t, "tolerance"), "tolerance", fmt::format("expected \"dtype\" or \"derived\", got '{}'", v));
+  return v == "derived";
+}
+
+// The derived bound is sound for fp16 outputs of 16-bit caches only (harness/check/tolerance.h says why).
+void check_derived_tolerance(const Ctx& c, const toml::table& t, const Case& k) {
+  const char* why = k.dtype != DType::F16  ? "a bf16 output (one bf16 ulp is 2^-8: keep tolerance = \"dtype\")"
+                    : k.quantized_cache() ? "an fp8 or int8 cache"
+                    : k.mla()             ? "an MLA case"
+                                          : nullptr;
+  if (why)
+    c.fail(node_of(c, t, "tolerance"), "tolerance",
+           fmt::format("\"derived\" applies to fp16 outputs of 16-bit caches only, not MLA; this table makes {} ({})",
+                       why, k.id()));
+}
+// ---- end issue 23 (B long contexts) ----
+
 void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,
                    const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   const std::string table = to_string(kind);
@@ -830,6 +852,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   }
   // Block ids are int32 in block_tables; the cache grows with the first id (see cases/large_readers.toml).
   const int64_t min_block_id = integer(c, t, "min_block_id", 1);
+  const bool derived_tolerance = tolerance_of(c, t);  // issue 23 (B long contexts)
   const RouteExpectation table_route = route_expectation(c, t);
   bool boundaries = false;
   const toml::node* boundaries_node = c.get(t, "route_boundaries");
@@ -901,6 +924,8 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 k.stale = st;
                 k.block_table_padding = padding;
                 k.min_block_id = min_block_id;
+                k.derived_tolerance = derived_tolerance;
+                if (derived_tolerance) check_derived_tolerance(c, t, k);
                 k.seed = uint64_t(seed);
                 k.query_len_min = ql.min, k.query_len_max = ql.max, k.query_mixed = ql.mixed;
                 if (qlist && ragged) {

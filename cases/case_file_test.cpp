@@ -482,3 +482,32 @@ TEST(CaseFile, BadFp8AxesNameFileLineFieldAndWhatWasExpected) {
 
 }  // namespace
 }  // namespace kvh
+
+// ---- issue 23 (B long contexts) ----
+namespace kvh {
+namespace {
+// tolerance = "derived": fp16 outputs of 16-bit caches only; ids gain /tol=derived; bad values name the field.
+TEST(CaseFile, DerivedToleranceKey) {
+  const std::string head = "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"separate\"]\n"
+                           "batch_sizes = [1]\ncontext_lens = [40000, 40000]\nblock_sizes = [16]\n"
+                           "readers = [\"paged_attention_rocm\"]\n";
+  const auto plain = parse_case_text(head + "dtypes = [\"fp16\"]\n", "t.toml");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_FALSE(plain[0].derived_tolerance);
+  EXPECT_EQ(plain[0].id().find("tol="), std::string::npos) << "default ids keep their old form";
+  const auto derived = parse_case_text(head + "dtypes = [\"fp16\"]\ntolerance = \"derived\"\n", "t.toml");
+  ASSERT_EQ(derived.size(), 1u);
+  EXPECT_TRUE(derived[0].derived_tolerance);
+  EXPECT_NE(derived[0].id().find("/tol=derived/s1"), std::string::npos) << derived[0].id();
+  EXPECT_EQ(parse_case_text(head + "dtypes = [\"fp16\"]\ntolerance = \"dtype\"\n", "t.toml")[0].id(), plain[0].id());
+  testing::expect_error(head + "dtypes = [\"fp16\"]\ntolerance = \"ulp\"\n",
+                        "bad.toml:10: field 'tolerance': expected \"dtype\" or \"derived\", got 'ulp'");
+  testing::expect_error(head + "dtypes = [\"bf16\"]\ntolerance = \"derived\"\n",
+                        "field 'tolerance': \"derived\" applies to fp16 outputs of 16-bit caches only, not MLA; this "
+                        "table makes a bf16 output");
+  testing::expect_error(head + "dtypes = [\"fp16\"]\nkv_cache_dtype = [\"fp8_e4m3fn\"]\ntolerance = \"derived\"\n",
+                        "this table makes an fp8 or int8 cache");
+}
+}  // namespace
+}  // namespace kvh
+// ---- end issue 23 (B long contexts) ----

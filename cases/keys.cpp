@@ -242,6 +242,12 @@ std::vector<CaseKey> decode_keys() {
                  "the named target (aiter policies), or around the 2d/3d threshold of the per-rank kv heads "
                  "(vllm-unified policies; cases/route_boundaries.h), or batches 1 and 2 (vllm-rocm-mla policies: "
                  "the Gluon kernel's fp8 batch limit)"),
+      // ---- issue 23 (B long contexts) ----
+      Row("tolerance", kDecode, KeyType::String).dflt("\"dtype\"").values({"dtype", "derived"})
+          .means("how `out` is judged: dtype = atol/rtol by dtype; derived = also within 1.5 ulps of the output "
+                 "at the reference plus 0.5 ulp of its head's largest output (harness/check/tolerance.h); fp16 "
+                 "outputs of 16-bit caches only, not MLA. Ids gain `/tol=derived`"),
+      // ---- end issue 23 (B long contexts) ----
       Row("min_block_id", kDecode, KeyType::Integer).dflt("1").range(1, int64_t(1) << 30)
           .means("sequences' pages come from block ids from this one up (block 0 is the null block). Ids gain "
                  "`/minblock=N` when not 1"),

@@ -705,14 +705,26 @@ std::string row_name(const DecodeCase& d, int64_t row) {
 }
 
 // What `out` holds against the reference: counts of each failure class, the first of each
-// (flat index into [num_query_tokens, NH, HD]), the worst element and the largest errors.
+// (flat index into [num_query_tokens, NH, HD]), the worst element and the largest errors
+// (absolute, relative, and in output ulps: output_ulp of tolerance.h).
 struct OutputStats {
   int64_t unwritten = 0, nonfinite = 0, beyond = 0, worst = -1, first_nonfinite = -1, first_unwritten = -1,
           first_beyond = -1;
-  double max_abs = 0, max_rel = 0;
+  double max_abs = 0, max_rel = 0, max_ulp = 0;
   Tolerance tol;
   std::string worst_text, numbers;  // the worst element; the counts and the worst, for every cause
 };
+
+// The largest |ref| of each (query row, head) [num_query_tokens * NH]: the derived bound's floor
+// (tolerance.h kDerivedFloorUlps). Empty unless the case asks for the derived tolerance.
+std::vector<double> head_maxima(const DecodeCase& d) {
+  if (!d.c.derived_tolerance) return {};
+  const int64_t NH = d.c.num_heads, HD = d.out_head(), rows = d.outputs() / (NH * HD);
+  std::vector<double> m(size_t(rows * NH), 0.0);
+  for (int64_t i = 0; i < rows * NH * HD; ++i)
+    m[size_t(i / HD)] = std::max(m[size_t(i / HD)], std::fabs(d.ref(i / (NH * HD), i % (NH * HD))));
+  return m;
+}
 
 OutputStats compare_out(const DecodeCase& d) {
   const Case& c = d.c;
@@ -720,6 +732,7 @@ OutputStats compare_out(const DecodeCase& d) {
   OutputStats st;
   st.tol = attention_tolerance(c.dtype);
   st.tol.atol *= value_scale(c);  // large values: the tolerance relative to V's magnitude (value_dist.h)
+  const std::vector<double> head_max = head_maxima(d);
   const uint16_t* o = d.out_after->storage_as<uint16_t>();
   for (int64_t i = 0; i < n; ++i) {
     if (o[i] == d.poison) {
@@ -731,16 +744,24 @@ OutputStats compare_out(const DecodeCase& d) {
       if (st.nonfinite++ == 0) st.first_nonfinite = i;
       continue;
     }
-    const double err = std::fabs(got - want);
-    if (err > st.tol.atol + st.tol.rtol * std::fabs(want) && st.beyond++ == 0) st.first_beyond = i;
+    const double err = std::fabs(got - want), ulp = output_ulp(c.dtype, want);
+    bool beyond = err > st.tol.atol + st.tol.rtol * std::fabs(want);
+    if (!head_max.empty())  // issue 23 (B long contexts): the derived bound, inside the dtype's
+      beyond |= err > kDerivedUlps * ulp + kDerivedFloorUlps * output_ulp(c.dtype, head_max[size_t(i / HD)]);
+    if (beyond && st.beyond++ == 0) st.first_beyond = i;
     if (err > st.max_abs || st.worst < 0) st.max_abs = err, st.worst = i;
     st.max_rel = std::max(st.max_rel, err / std::max(std::fabs(want), 1e-6));
+    st.max_ulp = std::max(st.max_ulp, err / ulp);
   }
+  const std::string bound = head_max.empty() ? fmt::format("atol {}, rtol {}", st.tol.atol, st.tol.rtol)
+                                             : fmt::format("atol {}, rtol {}, and {} ulps + {} ulp of the head's "
+                                                           "largest output",
+                                                           st.tol.atol, st.tol.rtol, kDerivedUlps, kDerivedFloorUlps);
   if (st.worst >= 0)
-    st.worst_text = fmt::format("worst element {} head {} dim {}: got {:.6g}, want {:.6g} (atol {}, rtol {})",
+    st.worst_text = fmt::format("worst element {} head {} dim {}: got {:.6g}, want {:.6g} ({}); max {:.3g} output ulps",
                                 row_name(d, st.worst / (NH * HD)), st.worst % (NH * HD) / HD, st.worst % HD,
                                 decode16(c.dtype, o[st.worst]), d.ref(st.worst / (NH * HD), st.worst % (NH * HD)),
-                                st.tol.atol, st.tol.rtol);
+                                bound, st.max_ulp);
   const std::string counts = fmt::format("{} unwritten, {} NaN/Inf, {} beyond tolerance of {} outputs", st.unwritten,
                                          st.nonfinite, st.beyond, n);
   st.numbers = counts + (st.worst_text.empty() ? "" : "; " + st.worst_text);
@@ -785,6 +806,7 @@ bool judge(DecodeCase& d) {
   Verdict& v = d.r.v;
   v.max_abs_err = st.max_abs;
   v.max_rel_err = st.max_rel;
+  if (st.worst >= 0) v.max_ulp_err = st.max_ulp;
   v.bad_elements = st.unwritten + st.nonfinite + st.beyond;
   if (!d.misroute.empty()) {  // launched anyway
     v.causes.back().detail += ". Launched anyway: " + st.numbers;

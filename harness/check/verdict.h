@@ -69,6 +69,7 @@ struct Verdict {
   std::string component;           // component::k* of the primary cause; empty for PASS/UNSUPPORTED
   std::vector<Cause> causes;
   std::optional<double> max_abs_err, max_rel_err;
+  std::optional<double> max_ulp_err;   // attention: largest |got - ref| / output_ulp(ref) (tolerance.h); issue 23 B
   std::optional<double> kernel_us;     // median µs of the kernel (pipeline: the reader); GPU backends, PASS only
   std::optional<double> writer_us;     // pipeline: median µs of the writer
   std::optional<double> host_us;       // median host µs of one call of the kernel_us kernel, when its provider times

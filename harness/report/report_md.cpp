@@ -226,8 +226,9 @@ void write_failure(std::string& out, int n, const CaseResult& cr) {
     out += fmt::format("- query_lens {} ({}; row `seq S token J` is new token J of sequence S, at position "
                        "context_len - query_len + J)\n",
                        fmt::join(cr.query_lens, ", "), cr.c.causal ? "causal" : "not causal");
-  if (cr.v.max_abs_err) out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}\n", *cr.v.max_abs_err,
-                                           cr.v.max_rel_err.value_or(0));
+  if (cr.v.max_abs_err)  // max_ulp_err: issue 23 (B long contexts)
+    out += fmt::format("- max abs error {:.6g}, max rel error {:.6g}{}\n", *cr.v.max_abs_err, cr.v.max_rel_err.value_or(0),
+                       cr.v.max_ulp_err ? fmt::format(", max {:.3g} output ulps", *cr.v.max_ulp_err) : "");
   if (!cr.key_layout.empty()) out += fmt::format("- K view `{}`, V view `{}`\n", cr.key_layout, cr.value_layout);
   out += fmt::format("- reproduce: `{}`\n", cr.repro);
 }

@@ -292,6 +292,13 @@ std::vector<ResultsField> make_results_fields() {
       {"partition_size", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.partition_size; },
        [](In f, Out o) { o.c.partition_size = f.num<int32_t>(); },
        "split-K partition in tokens; 0 = the reader's default"},
+      // ---- issue 23 (B long contexts) ----
+      {"tolerance", kCase, kNotNull, kOptional,
+       [](R r) -> json { return r.c.derived_tolerance ? "derived" : "dtype"; },
+       [](In f, Out o) { o.c.derived_tolerance = f.name_in({"dtype", "derived"}, "tolerance", kNotNull) == "derived"; },
+       "how `out` was judged: dtype (atol/rtol by dtype) or derived (also the ulp bound of "
+       "harness/check/tolerance.h)"},
+      // ---- end issue 23 (B long contexts) ----
       {"context_len_min", kCase, kNullable, kRequired, [](R r) { return unless_write(r, r.c.context_len_min); },
        [](In f, Out o) {
          if (!is_write(o)) o.c.context_len_min = f.num<int64_t>();
@@ -355,6 +362,12 @@ std::vector<ResultsField> make_results_fields() {
        [](In f, Out o) { o.v.max_abs_err = f.opt_num(); }, "largest absolute error against the reference"},
       {"max_rel_err", kResult, kNullable, kOptional, [](R r) { return opt(r.v.max_rel_err); },
        [](In f, Out o) { o.v.max_rel_err = f.opt_num(); }, "largest relative error against the reference"},
+      // ---- issue 23 (B long contexts) ----
+      {"max_ulp_err", kResult, kNullable, kOptional, [](R r) { return opt(r.v.max_ulp_err); },
+       [](In f, Out o) { o.v.max_ulp_err = f.opt_num(); },
+       "attention: largest error in ulps of the output dtype at the reference value (output_ulp, "
+       "harness/check/tolerance.h); null when nothing was compared"},
+      // ---- end issue 23 (B long contexts) ----
       {"kernel_us", kResult, kNullable, kOptional, [](R r) { return opt(r.v.kernel_us); },
        [](In f, Out o) { o.v.kernel_us = f.opt_num(); },
        "median microseconds of the kernel (pipeline: the reader); null if not measured"},

@@ -111,6 +111,12 @@ struct CorrectVariant {
   static KVH_HD int reduce_first_partition(int first_live) { return first_live; }
   /// The tokens a partition covers: the partition_size the caller asked for.
   static KVH_HD int split_size(int partition_size) { return partition_size; }
+  /// Sequence s's length as the kernel holds it: context_lens are int32 (vLLM,
+  /// aiter) and lengths past 65,535 tokens are real (long-context serving).
+  static KVH_HD int32_t context_len(int32_t stored) { return stored; }
+  /// The reduce's running sum of the partitions' weights, in float32 like the
+  /// weights: 16-bit accumulation loses ~2^-11 of the total per addition.
+  static KVH_HD float add_exp_sum(float total, float weight) { return total + weight; }
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -119,8 +125,9 @@ struct SplitK {
   float *max_logits, *exp_sums, *tmp_out;
 };
 
+template <class Variant>
 __device__ inline int32_t clamp_context_len(const AttentionParams& a, int s) {
-  const int32_t n = a.context_lens[s * a.cl_s];
+  const int32_t n = Variant::context_len(a.context_lens[s * a.cl_s]);
   return n < a.max_context_len ? n : a.max_context_len;  // never read past block_tables
 }
 
@@ -143,7 +150,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
   const int kv = int(blockIdx.y) / chunks, chunk = int(blockIdx.y) % chunks, nh = chunk_heads(group, chunk);
   auto head = [&](int j) { return Variant::query_head(kv, chunk * kMaxGroupHeads + j, a.num_heads, a.num_kv_heads); };
   auto out_row = [&](int j) { return static_cast<T*>(a.out) + s * a.out_s[0] + head(j) * a.out_s[1]; };
-  const int ctx = clamp_context_len(a, s);
+  const int ctx = clamp_context_len<Variant>(a, s);
   if (ctx <= 0) {  // outside the contract (context_lens >= 1); still write every element
     if (p == 0)
       for (int i = tid; i < nh * hs; i += nt) out_row(i / hs)[(i % hs) * a.out_s[2]] = from_float<T>(0.f);
@@ -278,7 +285,7 @@ template <class T, class Variant>
 __global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(AttentionParams a, SplitK sk) {
   const int h = int(blockIdx.x), s = int(blockIdx.y);
   const int tid = int(threadIdx.x), nt = int(blockDim.x), hs = a.head_size;
-  const int ctx = clamp_context_len(a, s);
+  const int ctx = clamp_context_len<Variant>(a, s);
   if (ctx <= 0) return;
   const int split = Variant::split_size(sk.partition_size);
   int np = Variant::num_partitions(ctx, split);
@@ -298,7 +305,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(Atte
     w_s[p] = Variant::partition_weight(sk.exp_sums[base + p], sk.max_logits[base + p], ref);
   __syncthreads();
   float total = 0.f;
-  for (int p = p0; p < np; ++p) total += w_s[p];
+  for (int p = p0; p < np; ++p) total = Variant::add_exp_sum(total, w_s[p]);
   const float inv_total = 1.f / total;
 
   T* out = static_cast<T*>(a.out) + s * a.out_s[0] + h * a.out_s[1];

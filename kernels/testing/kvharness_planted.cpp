@@ -29,6 +29,9 @@ extern "C" const kvh_kernel_desc* kvh_planted_mla_writers(int32_t* count);  // i
 extern "C" const kvh_kernel_desc* kvh_planted_int8(int32_t* count);  // issue 22 (int8)
 // ---- issue 22 (C): planted MLA readers ----
 extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
+// ---- issue 23 (B long contexts): planted long-context readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_long_context(int32_t* count);
+// ---- end issue 23 (B long contexts) ----
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -126,6 +129,11 @@ const Mutant kMutants[] = {
     {"kernel", "paged_attention_rocm", "planted_int32_offset", "reader=paged_attention_rocm,id=*minblock=1100000*"},
     {"kernel", "paged_attention_rocm", "planted_uint16_block_id", "reader=paged_attention_rocm,id=*minblock=1100000*"},
     // ---- end issue 23 (A sparse) ----
+    // ---- issue 23 (B long contexts): killed by the default suite's long-context slice ----
+    {"kernel", "paged_attention_rocm", "planted_context_len_int16", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_rocm", "planted_context_len_uint16", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_rocm", "planted_reduce_fp16_exp_sum", "reader=paged_attention_rocm;"},
+    // ---- end issue 23 (B long contexts) ----
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -160,6 +168,9 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_mla_writers, "planted");  // issue 22 (MLA writer)
   kvh::register_builtin_extension(kvh_planted_int8, "planted");  // issue 22 (int8)
   kvh::register_builtin_extension(kvh_planted_mla_readers, "planted");  // issue 22 (C)
+  // ---- issue 23 (B long contexts): planted long-context readers ----
+  kvh::register_builtin_extension(kvh_planted_long_context, "planted");
+  // ---- end issue 23 (B long contexts) ----
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;
