@@ -264,6 +264,13 @@ std::vector<CaseKey> modifier_keys() {
           .means("the rank whose heads run: its slice of the ALiBi slopes and sinks. Ids gain `/rankR`"),
       Row("partition_size", kDecode, KeyType::IntegerAxis).dflt("0 (the reader's default)").range(0, kTwo20)
           .filter("partition_size").means("split-K partition in tokens passed to the reader. Ids gain `/psP`"),
+      // issue 23 (D): launch configurations (kvharness/provider.h kvh_launch_config)
+      Row("launch_configs", kDecode, KeyType::Strings).dflt("none (the reader's default launch)")
+          .note("\"all\", or an array of configuration names the reader declares (`kvharness info`)")
+          .filter("launch_config")
+          .means("one case per selected launch configuration of the reader (threads per block, partition size, "
+                 "a Triton kernel's num_warps...), which the call receives. Reader rows only. Ids gain "
+                 "`/cfg=NAME`"),
       Row("stale", kDecode, KeyType::Strings).dflt("[\"random\"]").values({"random", "nan", "inf"})
           .filter("stale")
           .means("what the cache slots a case does not write hold (harness/case/stale.h). Ids gain `/stale=S` "

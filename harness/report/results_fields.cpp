@@ -292,6 +292,11 @@ std::vector<ResultsField> make_results_fields() {
       {"partition_size", kCase, kNotNull, kOptional, [](R r) -> json { return r.c.partition_size; },
        [](In f, Out o) { o.c.partition_size = f.num<int32_t>(); },
        "split-K partition in tokens; 0 = the reader's default"},
+      // issue 23 (D): launch configurations
+      {"launch_config", kCase, kNullable, kOptional, [](R r) { return str_or_null(r.c.launch_config); },
+       [](In f, Out o) { o.c.launch_config = f.str(); },
+       "the reader's declared launch configuration the case ran (provider.h kvh_launch_config); null = its "
+       "default launch"},
       {"context_len_min", kCase, kNullable, kRequired, [](R r) { return unless_write(r, r.c.context_len_min); },
        [](In f, Out o) {
          if (!is_write(o)) o.c.context_len_min = f.num<int64_t>();
