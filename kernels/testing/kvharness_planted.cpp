@@ -29,6 +29,9 @@ extern "C" const kvh_kernel_desc* kvh_planted_mla_writers(int32_t* count);  // i
 extern "C" const kvh_kernel_desc* kvh_planted_int8(int32_t* count);  // issue 22 (int8)
 // ---- issue 22 (C): planted MLA readers ----
 extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
+// ---- issue 23 (D launch configurations): planted launch-configuration readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_launch_configs(int32_t* count);
+// ---- end issue 23 (D launch configurations) ----
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -116,6 +119,9 @@ const Mutant kMutants[] = {
     {"kernel", "reshape_and_cache_flash", "planted_int8_scales_heads_swapped", "writer=reshape_and_cache_flash"},
     // MLA routing (issue 22): the routed MLA slice of cases/default.toml kills it.
     {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},
+    // ---- issue 23 (D launch configurations): killed by the default suite's launch_configs slice ----
+    {"kernel", "paged_attention_rocm", "planted_reduce_assumes_128_threads", "reader=paged_attention_rocm;"},
+    // ---- end issue 23 (D launch configurations) ----
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -151,6 +157,9 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_mla_writers, "planted");  // issue 22 (MLA writer)
   kvh::register_builtin_extension(kvh_planted_int8, "planted");  // issue 22 (int8)
   kvh::register_builtin_extension(kvh_planted_mla_readers, "planted");  // issue 22 (C)
+  // ---- issue 23 (D launch configurations) ----
+  kvh::register_builtin_extension(kvh_planted_launch_configs, "planted");
+  // ---- end issue 23 (D launch configurations) ----
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;
