@@ -229,6 +229,13 @@ std::vector<CaseKey> decode_keys() {
           .filter("reader").means("readers under test, a row each"),
       Row("routers", kDecode, KeyType::Strings).dflt("none").note("router policies (`kvharness info`)")
           .filter("router_policy").means("router policies under test, a row each: the policy picks the reader"),
+      // issue 23 (D): launch configurations (kvharness/provider.h kvh_launch_config)
+      Row("launch_configs", kCaseTables, KeyType::Strings).dflt("none (the kernel's default launch)")
+          .note("\"all\", or an array of configuration names the kernel declares (`kvharness info`)")
+          .filter("launch_config")
+          .means("one case per selected launch configuration (threads per block, partition size, a Triton "
+                 "kernel's num_warps...) of the table's writer ([[write]]) or reader (reader rows only), which the "
+                 "call receives. Ids gain `/cfg=NAME`"),
       Row("target", kDecode, KeyType::String).dflt("the device's").values(named_targets()).numbered("cus=N")
           .range(1, 65536).note("N: compute units").filter("target")
           .means("the compute units the router sees (checked in every table; used by router rows, and by the planner of an MLA case's reader)"),
@@ -264,13 +271,6 @@ std::vector<CaseKey> modifier_keys() {
           .means("the rank whose heads run: its slice of the ALiBi slopes and sinks. Ids gain `/rankR`"),
       Row("partition_size", kDecode, KeyType::IntegerAxis).dflt("0 (the reader's default)").range(0, kTwo20)
           .filter("partition_size").means("split-K partition in tokens passed to the reader. Ids gain `/psP`"),
-      // issue 23 (D): launch configurations (kvharness/provider.h kvh_launch_config)
-      Row("launch_configs", kDecode, KeyType::Strings).dflt("none (the reader's default launch)")
-          .note("\"all\", or an array of configuration names the reader declares (`kvharness info`)")
-          .filter("launch_config")
-          .means("one case per selected launch configuration of the reader (threads per block, partition size, "
-                 "a Triton kernel's num_warps...), which the call receives. Reader rows only. Ids gain "
-                 "`/cfg=NAME`"),
       Row("stale", kDecode, KeyType::Strings).dflt("[\"random\"]").values({"random", "nan", "inf"})
           .filter("stale")
           .means("what the cache slots a case does not write hold (harness/case/stale.h). Ids gain `/stale=S` "

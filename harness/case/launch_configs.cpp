@@ -18,13 +18,15 @@ std::string declared(const Kernel& k) {
 
 std::vector<Case> expand_launch_configs(const Case& c, const Registry& reg) {
   if (c.launch_configs.empty()) return {c};
-  const Kernel* k = reg.find(c.reader);
+  const bool write = c.kind == CaseKind::Write;
+  const std::string role = write ? "writer" : "reader";
+  const Kernel* k = reg.find(write ? c.writer : c.reader);
   if (!k) return {c};
   const auto fail = [&](const std::string& why) {
     throw CaseFileError(fmt::format("{}: field 'launch_configs': {}", c.launch_configs_source, why));
   };
   if (k->launch_configs.empty())
-    fail(fmt::format("reader '{}' declares no launch configuration (it runs its default launch only)", k->name));
+    fail(fmt::format("{} '{}' declares no launch configuration (it runs its default launch only)", role, k->name));
   std::vector<std::string> names;
   if (c.launch_configs == std::vector<std::string>{"all"})
     for (const auto& lc : k->launch_configs) names.push_back(lc.name);
@@ -33,7 +35,7 @@ std::vector<Case> expand_launch_configs(const Case& c, const Registry& reg) {
   std::vector<Case> out;
   for (const auto& name : names) {
     if (!k->launch_config(name))
-      fail(fmt::format("reader '{}' declares no launch configuration '{}'; it declares: {}", k->name, name,
+      fail(fmt::format("{} '{}' declares no launch configuration '{}'; it declares: {}", role, k->name, name,
                        declared(*k)));
     Case e = c;
     e.launch_configs.clear();

@@ -11,10 +11,11 @@
 namespace kvh {
 
 /// The cases `c` stands for: {c} when it selects no configuration (launch_configs empty) or its
-/// reader is not registered (`list --allow-unknown-kernels`: the caller names it); else one copy
-/// per selected configuration of its reader ("all": every declared one, in declared order), each
+/// kernel is not registered (`list --allow-unknown-kernels`: the caller names it); else one copy
+/// per selected configuration of its kernel (the writer of a write case, else the reader; "all":
+/// every declared one, in declared order), each
 /// with launch_config set and launch_configs cleared. Throws CaseFileError
-/// "FILE:LINE: field 'launch_configs': ..." (the key's line) when the reader declares no
+/// "FILE:LINE: field 'launch_configs': ..." (the key's line) when the kernel declares no
 /// configuration of a given name (naming those it declares), or none at all.
 std::vector<Case> expand_launch_configs(const Case& c, const Registry& reg);
 

@@ -11,10 +11,12 @@
 
 #include "case/attention_case.h"
 #include "case/launch_configs.h"
+#include "case/write_case.h"
 #include "case_file.h"
 #include "registry/kernel_desc.h"
 
 extern "C" int kvh_paged_attention_rocm(const kvh_attention_args*, void*);
+extern "C" int kvh_reshape_and_cache_shuffle(const kvh_write_args*, void*);
 extern "C" uint64_t kvh_paged_attention_workspace_bytes(const kvh_attention_args*);
 extern "C" const kvh_kernel_desc* kvh_planted_launch_configs(int32_t* count);
 
@@ -154,6 +156,41 @@ TEST(LaunchConfigs, TheReaderIsCalledWithTheConfigurationOfItsCase) {
 
 // The check fails when it should: the planted reduce that strides by 128 threads passes the default
 // launch and t128 and fails at t64 and t64_ps512; paged_attention_rocm passes all four.
+// A writer that records the configuration of each call, then runs reshape_and_cache_shuffle.
+int recording_writer(void*, const kvh_write_args* a, void* stream) {
+  const kvh_launch_config* lc = a->launch_config;
+  g_seen[g_expect] = lc ? std::string(lc->name) + "|" + lc->params : "null";
+  return kvh_reshape_and_cache_shuffle(a, stream);
+}
+
+TEST(LaunchConfigs, AWriteTableSelectsTheWritersConfigurationsAndTheCallGetsThem) {
+  Registry reg{Registry::NoBuiltins{}};
+  kvh_kernel_desc d = kernels::base_desc("wrecorder", "records its launch configuration", KVH_ROLE_WRITER,
+                                         KVH_CACHE_SHUFFLE, 0, nullptr);
+  d.write = recording_writer;
+  d.num_launch_configs = 2;
+  d.launch_configs = kRecorderConfigs;
+  reg.add(d, "test");
+  const std::string write = "seeds = [1]\n[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"
+                            "head_sizes = [128]\nnum_tokens = [40]\nblock_sizes = [16]\ndtypes = [\"fp16\"]\n"
+                            "writers = [\"wrecorder\"]\n";
+  std::vector<Case> cases = expand(write + "launch_configs = [\"big\"]\n", reg);
+  ASSERT_EQ(cases.size(), 1u);
+  EXPECT_NE(cases[0].id().find("/cfg=big/s1"), std::string::npos) << cases[0].id();
+  cases.push_back(expand(write, reg).at(0));
+  g_seen.clear();
+  for (const Case& c : cases) {
+    g_expect = c.launch_config;
+    const CaseResult r = run_write_case(c, reg);
+    EXPECT_EQ(r.v.status, Status::Pass) << c.id() << ": " << r.v.detail;
+  }
+  EXPECT_EQ(g_seen[""], "null");
+  EXPECT_EQ(g_seen["big"], "big|threads=128,partition_size=512");
+  EXPECT_EQ(error_of(write + "launch_configs = [\"t32\"]\n", reg),
+            "cfg.toml:11: field 'launch_configs': writer 'wrecorder' declares no launch configuration 't32'; it "
+            "declares: t64, big");
+}
+
 TEST(LaunchConfigs, APlantedReduceWrongOnlyAt64ThreadsFailsExactlyThere) {
   const Registry reg;
   Registry planted;
