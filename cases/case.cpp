@@ -171,7 +171,7 @@ std::string Case::id() const {
 
 std::string Case::variant() const {
   const std::string row = variant_name.empty() ? kernels_of(*this) : variant_name;
-  return launch_config.empty() ? row : row + " [cfg=" + launch_config + "]";  // issue 23 (D)
+  return launch_config.empty() ? row : row + " (cfg " + launch_config + ")";  // issue 23 (D): no glob characters
 }
 
 uint32_t Case::modifiers() const {

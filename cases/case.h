@@ -151,7 +151,7 @@ struct Case {
   bool int8_cache() const { return kv_cache_dtype == KvCacheDType::Int8; }
   /// Whether the cache holds one-byte codes with dequant scales (fp8 or int8).
   bool quantized_cache() const { return kv_cache_dtype != KvCacheDType::Same; }
-  /// Row name in the matrix: variant_name if given, else the kernels; then " [cfg=NAME]" when the
+  /// Row name in the matrix: variant_name if given, else the kernels; then " (cfg NAME)" when the
   /// case runs a declared launch configuration (issue 23 (D)).
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.
