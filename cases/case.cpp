@@ -164,12 +164,16 @@ std::string Case::id() const {
   if (partition_size != 0) mods += fmt::format("/ps{}", partition_size);
   if (softmax_scale != 0) mods += fmt::format("/sc={}", softmax_scale);
   if (derived_tolerance) mods += "/tol=derived";  // issue 23 (B long contexts)
+  if (!launch_config.empty()) mods += "/cfg=" + launch_config;  // issue 23 (D)
   return fmt::format("{}/{}/tp{}/hd{}/{}{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      mla_part(*this), to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx,
                      kernels_of(*this), hp, vals, mods, seed);
 }
 
-std::string Case::variant() const { return variant_name.empty() ? kernels_of(*this) : variant_name; }
+std::string Case::variant() const {
+  const std::string row = variant_name.empty() ? kernels_of(*this) : variant_name;
+  return launch_config.empty() ? row : row + " (cfg " + launch_config + ")";  // issue 23 (D): no glob characters
+}
 
 uint32_t Case::modifiers() const {
   // The kvh_modifier values of kvharness/provider.h (cases/ does not include the ABI header).

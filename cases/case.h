@@ -107,6 +107,14 @@ struct Case {
   std::string expect_routed_to;   // router cases: the reader the policy must pick ("" = not stated);
                                   // another route is FAIL misroute even when that reader could run the case
   std::string variant_name;       // display name of the row, e.g. "after fix (shuffle=1)"
+  // ---- issue 23 (D): launch configurations (kvharness/provider.h kvh_launch_config) ----
+  // The table's `launch_configs`: empty = the reader's default launch only; {"all"} = every
+  // configuration it declares; else their names. The harness expands a case with a selection
+  // into one case per configuration against the registry (harness/case/launch_configs.h).
+  std::vector<std::string> launch_configs;
+  std::string launch_configs_source;  // "file:line" of the launch_configs key (for its errors)
+  std::string launch_config;          // the configuration this case runs; "" = the default launch
+  // ---- end issue 23 (D) ----
   uint64_t seed = 1;
   std::string source;             // "file:line" of the table that made it
 
@@ -129,6 +137,7 @@ struct Case {
   /// and "/noncausal"; decode cases (one query token each) keep their ids.
   /// An MLA case (kv_lora_rank > 0) has "mlaR+P/" after "hdN/" (R kv_lora_rank, P qk_rope_head_dim;
   /// "mlaR+PnN/" when softmax_scale is 0 and qk_nope_head_dim N is not 128).
+  /// A case that runs a declared launch configuration has "/cfg=NAME" after the modifiers (issue 23 (D)).
   std::string id() const;
   /// Whether the case's cache is MLA's latent cache (kv_lora_rank > 0).
   bool mla() const { return kv_lora_rank > 0; }
@@ -146,7 +155,8 @@ struct Case {
   bool int8_cache() const { return kv_cache_dtype == KvCacheDType::Int8; }
   /// Whether the cache holds one-byte codes with dequant scales (fp8 or int8).
   bool quantized_cache() const { return kv_cache_dtype != KvCacheDType::Same; }
-  /// Row name in the matrix: variant_name if given, else the kernels.
+  /// Row name in the matrix: variant_name if given, else the kernels; then " (cfg NAME)" when the
+  /// case runs a declared launch configuration (issue 23 (D)).
   std::string variant() const;
   /// 1 when the V cache is shuffled (the writer or reader is a shuffle one), else 0.
   int shuffle() const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -445,6 +446,38 @@ void for_each_base(const Ctx& c, const toml::table& t, CaseKind kind, const Comm
   }
 }
 
+// ---- issue 23 (D): launch configurations ----
+// `launch_configs` of a table: "all" or a non-empty array of configuration names (what the table's
+// writer ([[write]]) or reader declares is checked against the registry when the harness expands
+// the cases); {} when absent. Reader rows only: a router picks its reader case by case.
+std::vector<std::string> launch_configs_of(const Ctx& c, const toml::table& t, bool routed) {
+  const toml::node* n = c.get(t, "launch_configs");
+  if (!n) return {};
+  if (routed) c.fail(*n, "launch_configs", "applies to reader rows only; this table has a router row");
+  if (n->is_string()) {
+    if (*n->value<std::string>() != "all")
+      c.fail(*n, "launch_configs", "expected \"all\" or an array of configuration names, got '" +
+                                       *n->value<std::string>() + "'");
+    return {"all"};
+  }
+  const toml::array* a = n->as_array();
+  if (!a || a->empty())
+    c.fail(*n, "launch_configs", "expected \"all\" or a non-empty array of configuration names, got " + type_name(*n));
+  std::vector<std::string> out;
+  for (const auto& e : *a) {
+    const std::optional<std::string> s = e.value<std::string>();
+    const bool ok = s && e.is_string() && !s->empty() && s->size() <= 64 &&
+                    std::all_of(s->begin(), s->end(), [](char ch) { return std::isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-'; });
+    if (!ok)
+      c.fail(e, "launch_configs", "expected a configuration name (1..64 characters of [A-Za-z0-9_.-]), got " +
+                                      (e.is_string() ? "'" + *s + "'" : type_name(e)));
+    if (std::find(out.begin(), out.end(), *s) != out.end()) c.fail(e, "launch_configs", "'" + *s + "' given twice");
+    out.push_back(*s);
+  }
+  return out;
+}
+// ---- end issue 23 (D) ----
+
 void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string, ModelPreset>& models,
                   const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   only_keys(c, t, "write");
@@ -453,6 +486,9 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
   const CommonAxes axes = common_axes(c, t, models);
   const auto num_tokens = integers(c, t, "num_tokens", true);
   const auto writers = strings(c, t, "writers", true);
+  const std::vector<std::string> launch_configs = launch_configs_of(c, t, false);  // issue 23 (D)
+  const std::string launch_configs_at =
+      launch_configs.empty() ? "" : fmt::format("{}:{}", c.file, node_of(c, t, "launch_configs").source().begin.line);
   for_each_base(c, t, CaseKind::Write, axes, models, [&](const Case& base) {
     for (int64_t n : num_tokens)
       for (const auto& w : writers)
@@ -461,6 +497,7 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
           k.batch_size = n;
           k.writer = w;
           k.seed = uint64_t(seed);
+          k.launch_configs = launch_configs, k.launch_configs_source = launch_configs_at;  // issue 23 (D)
           add_case(c, t, out, std::move(k));
         }
   });
@@ -863,6 +900,9 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
   }
   const auto variants = variants_of(c, t, kind);
   const bool routed = std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.router.empty(); });
+  const std::vector<std::string> launch_configs = launch_configs_of(c, t, routed);  // issue 23 (D)
+  const std::string launch_configs_at =
+      launch_configs.empty() ? "" : fmt::format("{}:{}", c.file, node_of(c, t, "launch_configs").source().begin.line);
   // aiter's threshold is in the target's compute units; the vLLM unified launcher's is not.
   const bool needs_target = std::any_of(variants.begin(), variants.end(), [](const Variant& v) {
     return !v.router.empty() && !unified_rule_of(v.router);
@@ -935,6 +975,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 }
                 k.causal = causal;
                 if (!v.router.empty() && route.stated()) k.expect_routed_to = expected_route(c, t, route, k);
+                k.launch_configs = launch_configs, k.launch_configs_source = launch_configs_at;  // issue 23 (D)
                 add_case(c, t, out, std::move(k));
               }
           }, base);

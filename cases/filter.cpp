@@ -47,6 +47,7 @@ std::string case_field(const Case& c, const std::string& key) {
   if (key == "alibi") return c.alibi ? "1" : "0";
   if (key == "tp_rank") return std::to_string(c.tp_rank);
   if (key == "partition_size") return std::to_string(c.partition_size);
+  if (key == "launch_config") return c.launch_config;  // issue 23 (D)
   if (key == "stale") return to_string(c.stale);
   if (key == "mla") return c.mla() ? "1" : "0";  // as compare reads a results.json boolean
   if (key == "kv_lora_rank") return std::to_string(c.kv_lora_rank);

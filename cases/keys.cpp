@@ -229,6 +229,13 @@ std::vector<CaseKey> decode_keys() {
           .filter("reader").means("readers under test, a row each"),
       Row("routers", kDecode, KeyType::Strings).dflt("none").note("router policies (`kvharness info`)")
           .filter("router_policy").means("router policies under test, a row each: the policy picks the reader"),
+      // issue 23 (D): launch configurations (kvharness/provider.h kvh_launch_config)
+      Row("launch_configs", kCaseTables, KeyType::Strings).dflt("none (the kernel's default launch)")
+          .note("\"all\", or an array of configuration names the kernel declares (`kvharness info`)")
+          .filter("launch_config")
+          .means("one case per selected launch configuration (threads per block, partition size, a Triton "
+                 "kernel's num_warps...) of the table's writer ([[write]]) or reader (reader rows only), which the "
+                 "call receives. Ids gain `/cfg=NAME`"),
       Row("target", kDecode, KeyType::String).dflt("the device's").values(named_targets()).numbered("cus=N")
           .range(1, 65536).note("N: compute units").filter("target")
           .means("the compute units the router sees (checked in every table; used by router rows, and by the planner of an MLA case's reader)"),

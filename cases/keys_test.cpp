@@ -143,6 +143,7 @@ Case every_field() {
   c.router_policy = "aiter-v0.1.12";
   c.target = "MI355X";
   c.batch_size = 4;
+  c.launch_config = "t64";  // issue 23 (D)
   return c;
 }
 

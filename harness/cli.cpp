@@ -18,6 +18,7 @@
 
 #include "bench/bench.h"
 #include "case/attention_case.h"
+#include "case/launch_configs.h"  // issue 23 (D)
 #include "case_file.h"
 #include "router/router.h"
 #include "report/compare.h"
@@ -62,8 +63,8 @@ Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown =
   for (const auto& file : o.case_files) {
     CaseFile cf = load_case_file_full(file);
     std::vector<Case>& cases = cf.cases;
-    out.before_filter += cases.size();
     std::set<std::string> seen;
+    std::vector<Case> expanded;  // issue 23 (D): the file's cases, one per selected launch configuration
     for (Case& c : cases) {
       if (o.seed) c.seed = *o.seed;
       // A kernel of the wrong role is an input error, not an UNSUPPORTED case: a typo must not become a silent skip.
@@ -93,14 +94,18 @@ Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown =
                                           fmt::join(known, ", ")));
         }
       }
-      if (!filter.matches(c) || !seen.insert(c.id()).second) continue;
-      out.cases.push_back(c);
-      out.file_of.push_back(file);
+      for (Case& e : expand_launch_configs(c, reg)) {  // issue 23 (D)
+        expanded.push_back(e);
+        if (!filter.matches(e) || !seen.insert(e.id()).second) continue;
+        out.cases.push_back(std::move(e));
+        out.file_of.push_back(file);
+      }
     }
+    out.before_filter += expanded.size();
     // A declaration that covers no case of its file checks nothing: the fixture row it
     // names was removed or renamed, and a green run would claim a check that never happened.
     for (auto& e : cf.expected_failures) {
-      if (std::none_of(cases.begin(), cases.end(), [&](const Case& c) { return e.covers(c); }))
+      if (std::none_of(expanded.begin(), expanded.end(), [&](const Case& c) { return e.covers(c); }))
         throw CaseFileError(fmt::format("{}: this expected failure covers no case of the file (stale: the row or "
                                         "kernel it names is gone{})",
                                         e.source, o.seed ? ", or its ids changed with --seed" : ""));
@@ -182,6 +187,9 @@ void print_info(const Registry& reg) {
     const Kernel* d = reg.find(n);
     fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
                cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
+    std::vector<std::string> configs;  // issue 23 (D): what a case file's launch_configs may name
+    for (const auto& lc : d->launch_configs) configs.push_back(lc.name + (lc.params.empty() ? "" : " (" + lc.params + ")"));
+    if (!configs.empty()) fmt::print("  {:<30} launch_configs: {}\n", "", fmt::join(configs, ", "));
   }
   fmt::print("\nrouter policies (case files: routers = [NAME, ...]):\n");
   const auto& routers = reg.routers();

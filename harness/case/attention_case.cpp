@@ -25,6 +25,7 @@
 #include "case/device_cache.h"
 #include "case/guarded_array.h"
 #include "case/kv_scales.h"
+#include "case/launch_configs.h"  // issue 23 (D)
 #include "case/mla_inputs.h"
 #include "case/stale.h"
 #include "case/value_dist.h"
@@ -90,6 +91,7 @@ struct DecodeCase : CaseState {
   // launch and judge
   bool writer_failed = false;
   kvh_attention_args a{};
+  kvh_launch_config launch{};  // issue 23 (D): a.launch_config points here when the case runs a declared one
   std::optional<GuardedArena> out_after;
   int64_t cache_changed = -1;
   std::string arrays_misused;  // GuardedArrays::check_after after the reader's call
@@ -169,6 +171,10 @@ bool plan_kernels(DecodeCase& d, const Registry& registry) {
                           c.router_policy, d.reader, d.r.route_reason));
     return false;
   }
+  // issue 23 (D): a case file selects configurations the reader declares (launch_configs.h); one it
+  // does not declare (a hand-made case) is refused by name rather than run as the default launch.
+  if (!c.launch_config.empty() && !d.rd->launch_config(c.launch_config))
+    return d.unsupported(fmt::format("{} declares no launch configuration '{}'", d.rd->label(), c.launch_config));
   if (c.kind != CaseKind::Pipeline) return true;
   d.wr = registry.find(c.writer);
   if (!d.wr || d.wr->role != KVH_ROLE_WRITER) return d.unsupported("no cache writer named '" + c.writer + "'");
@@ -625,6 +631,8 @@ bool make_reader_args(DecodeCase& d) {
     a.v_scales = d.fp8->v_tensor();
   }
   a.partition_size = c.partition_size;
+  d.launch = launch_config_of(c, *d.rd);  // issue 23 (D)
+  a.launch_config = d.launch.name ? &d.launch : nullptr;
   a.sliding_window = int32_t(c.sliding_window);
   a.softcap = float(c.softcap);
   a.head_offset = int32_t(c.tp_rank * NH);

@@ -18,6 +18,7 @@
 #include "case/device_cache.h"
 #include "device/device.h"
 #include "case/kv_scales.h"
+#include "case/launch_configs.h"  // issue 23 (D)
 #include "case/mla_inputs.h"
 #include "case/values.h"
 #include "case/views.h"
@@ -64,15 +65,18 @@ struct WriteCase : CaseState {
   std::optional<DeviceQkv> qkv;        // K/V in a fused QKV buffer (the query columns are filler)
   device::Buffer qkv_before, d_slots;  // qkv_before: the inputs as given, to see a writer that changes them
   std::string refusal;                 // the writer declined at call time (KVH_UNSUPPORTED): its reason
+  kvh_launch_config launch_cfg{};      // issue 23 (D): the case's launch configuration ({null, null}: default)
 
   const CacheLayout& L() const { return *layout; }
   int launch() const {
-    return launch_writer(*w, L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size, c.dtype,
-                         cache_kvh_dtype(c), &*scales);
+    const kvh_write_args a = args();
+    return w->write(&a, nullptr);
   }
   kvh_write_args args() const {
-    return writer_args(L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size, c.dtype,
-                       cache_kvh_dtype(c), &*scales);
+    kvh_write_args a = writer_args(L(), cache->storage(), qkv->views, qkv->buf.get(), d_slots.get(), c.batch_size,
+                                   c.dtype, cache_kvh_dtype(c), &*scales);
+    a.launch_config = launch_cfg.name ? &launch_cfg : nullptr;  // issue 23 (D)
+    return a;
   }
 };
 
@@ -82,6 +86,10 @@ bool plan(WriteCase& d, const Registry& registry) {
   d.w = registry.find(c.writer);
   if (!d.w) return d.unsupported("no kernel named '" + c.writer + "' is registered");
   if (d.w->role != KVH_ROLE_WRITER || !d.w->write) return d.unsupported("kernel '" + c.writer + "' is not a cache writer");
+  // issue 23 (D): a configuration the writer does not declare (a hand-made case) is refused by name.
+  if (!c.launch_config.empty() && !d.w->launch_config(c.launch_config))
+    return d.unsupported(fmt::format("{} declares no launch configuration '{}'", d.w->label(), c.launch_config));
+  d.launch_cfg = launch_config_of(c, *d.w);
   if (std::string why = cache_format_refusal(c, *d.w); !why.empty()) return d.unsupported(why);
   if (std::string why = d.w->outside_capabilities(kernel_use(c, d.w->cache_format)); !why.empty())
     return d.unsupported(why);

@@ -299,6 +299,11 @@ std::vector<ResultsField> make_results_fields() {
        "how `out` was judged: dtype (atol/rtol by dtype) or derived (also the ulp bound of "
        "harness/check/tolerance.h)"},
       // ---- end issue 23 (B long contexts) ----
+      // issue 23 (D): launch configurations
+      {"launch_config", kCase, kNullable, kOptional, [](R r) { return str_or_null(r.c.launch_config); },
+       [](In f, Out o) { o.c.launch_config = f.str(); },
+       "the declared launch configuration the case ran (its writer's for writes, else its reader's; provider.h "
+       "kvh_launch_config); null = the default launch"},
       {"context_len_min", kCase, kNullable, kRequired, [](R r) { return unless_write(r, r.c.context_len_min); },
        [](In f, Out o) {
          if (!is_write(o)) o.c.context_len_min = f.num<int64_t>();

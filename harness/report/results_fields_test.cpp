@@ -59,6 +59,7 @@ Case every_case_field_set() {
   c.tp_rank = 3;
   c.partition_size = 256;
   c.derived_tolerance = true;  // issue 23 (B long contexts)
+  c.launch_config = "t64_ps512";  // issue 23 (D)
   c.stale = Stale::Nan;
   c.block_table_padding = 4;
   c.min_block_id = 70000;

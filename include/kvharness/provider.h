@@ -166,6 +166,24 @@ typedef struct kvh_tensor {
   int64_t stride[KVH_MAX_DIMS]; /* elements */
 } kvh_tensor;
 
+/* ---- appended in kvharness 0.7 (issue 23 (D): launch configurations) ----
+ * A kernel may declare launch configurations (kvh_kernel_desc.launch_configs): the same kernel
+ * launched another way (threads per block, partition size; a Triton kernel's num_warps,
+ * num_stages and block constants). A case file's `launch_configs` key runs one case per selected
+ * configuration; the call then carries it (kvh_attention_args.launch_config,
+ * kvh_write_args.launch_config). Without the key a case runs the kernel's default launch only,
+ * with launch_config null. */
+/** One launch configuration. Fixed layout (never grows).
+ *  name    unique within the kernel, 1..64 characters of [A-Za-z0-9_.-]: case files, case ids
+ *          ("/cfg=NAME") and reports name it
+ *  params  "KEY=VALUE" pairs joined by ',' ("threads=64,partition_size=256"; "" = none); KEY is
+ *          [A-Za-z_][A-Za-z0-9_]*, VALUE has no ',' (the Python bridge passes them as keyword
+ *          arguments, integers and floats as numbers) */
+typedef struct kvh_launch_config {
+  const char* name;
+  const char* params;
+} kvh_launch_config;
+
 /** Arguments of a cache writer (vLLM reshape_and_cache* semantics). Growable.
  *  key, value   [num_tokens, num_kv_heads, head_size], any strides (often views of a fused QKV buffer)
  *  key_cache, value_cache  in the writer's cache format
@@ -179,6 +197,8 @@ typedef struct kvh_write_args {
   int32_t kv_scales;          /* kvh_scale_granularity; 0 (NONE) for fp16/bf16 caches */
   int32_t reserved2;          /* zero */
   kvh_tensor k_scales, v_scales; /* f32, shapes per kvh_scale_granularity; data null when NONE */
+  /* ---- appended in kvharness 0.7 (issue 23 (D): launch configurations) ---- */
+  const kvh_launch_config* launch_config; /* as kvh_attention_args.launch_config; null = default */
   /* Later versions append fields here. */
 } kvh_write_args;
 
@@ -257,6 +277,10 @@ typedef struct kvh_attention_args {
   int32_t num_plan_tensors;   /* tensors in plan (the reader's planner built them); 0 = no planner */
   int32_t reserved3;          /* zero */
   kvh_tensor plan[KVH_MAX_PLAN_TENSORS]; /* read-only device tensors, dense, as kvh_plan gave them */
+  /* ---- appended in kvharness 0.7 (issue 23 (D): launch configurations) ---- */
+  const kvh_launch_config* launch_config; /* the case's choice among the kernel's declared
+                                 launch_configs (the harness's copy: compare names, not pointers);
+                                 null = the kernel's default launch */
   /* Later versions append fields here. */
 } kvh_attention_args;
 
@@ -460,6 +484,10 @@ typedef struct kvh_kernel_desc {
   kvh_route_fn route;               /* role == KVH_ROLE_ROUTER (cache_format, capabilities unused) */
   /* ---- appended in kvharness 0.6: split plans ---- */
   kvh_plan_fn plan;                 /* role == KVH_ROLE_READER; may be null (no planner) */
+  /* ---- appended in kvharness 0.7 (issue 23 (D): launch configurations) ---- */
+  int32_t num_launch_configs;       /* 0: only the default launch */
+  int32_t reserved4;                /* zero */
+  const kvh_launch_config* launch_configs; /* num_launch_configs entries, names unique */
 } kvh_kernel_desc;
 
 /** What the harness tells a provider when it opens it. Growable. */

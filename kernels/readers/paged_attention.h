@@ -7,7 +7,8 @@
 //
 // Design
 //   Kernel 1, grid (max_partitions, num_kv_heads * head_chunks, num_seqs),
-//   kPaThreads threads: block (p, kv*head_chunks + c, s) handles tokens
+//   kPaThreads threads (kPaMinThreads in some launch configurations, below):
+//   block (p, kv*head_chunks + c, s) handles tokens
 //   [p*partition_size, (p+1)*partition_size) of sequence s for up to
 //   kMaxGroupHeads query heads of kv head kv's GQA group (chunk c), so each
 //   K/V element is loaded once for all of them:
@@ -22,7 +23,7 @@
 //   A sequence with one partition writes `out` directly (normalised); with
 //   more, each (head, partition) writes max, exp-sum and its normalised
 //   partial output to the workspace and kernel 2 combines them.
-//   Kernel 2 (reduce), grid (num_heads, num_seqs), kPaThreads threads: global
+//   Kernel 2 (reduce), grid (num_heads, num_seqs), as many threads: global
 //   max M over the partitions, weights w_p = exp_sum_p * exp(max_p - M) in
 //   shared memory, out = sum_p w_p * partial_p / sum_p w_p, coalesced along
 //   head_size (every thread scans the np maxima and weights: broadcast reads).
@@ -32,6 +33,11 @@
 //   exp_sums   [num_seqs, num_heads, max_partitions]
 //   tmp_out    [num_seqs, num_heads, max_partitions, head_size]
 // max_partitions = ceil(max_context_len / partition_size); none when it is 1.
+//
+// Launch configurations (issue 23 (D), kvharness/provider.h kvh_launch_config): params
+// "threads=T" (64 or 128 threads a block: 1 or 2 wavefronts of 64, 2 or 4 warps of 32) and
+// "partition_size=P" (the partition when the call passes partition_size 0); every loop strides
+// by blockDim.x, so both kernels are right at either (the built-in provider declares them).
 //
 // Score modifiers (ScoreModifiers, attention_args.h): soft-cap and ALiBi turn
 // each logit in step 2; tokens before the sliding window get logit -inf, and
@@ -43,14 +49,17 @@
 #include <stdint.h>
 
 #include "readers/attention_args.h"
+#include "readers/launch_params.h"
 #include "readers/warp_reduce.h"
 
 namespace kvh::kernels {
 
-/// Threads per block of both kernels (2 wavefronts of 64, 4 warps of 32).
+/// Threads per block of both kernels by default (2 wavefronts of 64, 4 warps of 32).
 constexpr int kPaThreads = 128;
-/// Dims of the output one thread accumulates in P.V: ceil(256 / min(128, head_size)).
-constexpr int kPaMaxDimsPerThread = int((kMaxHeadSize + kPaThreads - 1) / kPaThreads);
+/// The fewest threads a launch configuration may give (1 wavefront of 64, 2 warps of 32).
+constexpr int kPaMinThreads = 64;
+/// Dims of the output one thread accumulates in P.V: ceil(256 / min(threads, head_size)).
+constexpr int kPaMaxDimsPerThread = int((kMaxHeadSize + kPaMinThreads - 1) / kPaMinThreads);
 /// Query heads of one GQA group one block handles (larger groups take several blocks).
 constexpr int kMaxGroupHeads = 8;
 constexpr int32_t kDefaultPartitionSize = 256;
@@ -117,6 +126,8 @@ struct CorrectVariant {
   /// The reduce's running sum of the partitions' weights, in float32 like the
   /// weights: 16-bit accumulation loses ~2^-11 of the total per addition.
   static KVH_HD float add_exp_sum(float total, float weight) { return total + weight; }
+  /// The stride of the reduce's loop over head_size: the block's threads (blockDim.x).
+  static KVH_HD int reduce_dim_stride(int threads) { return threads; }
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -136,10 +147,10 @@ KVH_HD inline int chunk_heads(int group, int chunk) {
   return group - chunk * kMaxGroupHeads < kMaxGroupHeads ? group - chunk * kMaxGroupHeads : kMaxGroupHeads;
 }
 
-/// Shared floats kernel 1 needs for `nh` heads: the carve-up at the top of its body.
-KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partition_size) {
-  const int lanes = kPaThreads < head_size ? kPaThreads : head_size;
-  return int64_t(nh) * (head_size + partition_size + 3 + (kPaThreads / lanes) * head_size);
+/// Shared floats kernel 1 needs for `nh` heads at `threads` a block: the carve-up at the top of its body.
+KVH_HD inline int64_t partition_shared_floats(int nh, int head_size, int partition_size, int threads) {
+  const int lanes = threads < head_size ? threads : head_size;
+  return int64_t(nh) * (head_size + partition_size + 3 + (threads / lanes) * head_size);
 }
 
 template <class T, class C, int kFormat, class Variant>
@@ -309,16 +320,27 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_reduce_kernel(Atte
   const float inv_total = 1.f / total;
 
   T* out = static_cast<T*>(a.out) + s * a.out_s[0] + h * a.out_s[1];
-  for (int d = tid; d < hs; d += nt) {
+  for (int d = tid; d < hs; d += Variant::reduce_dim_stride(nt)) {
     float r = 0.f;
     for (int p = p0; p < np; ++p) r += w_s[p] * sk.tmp_out[(base + p) * hs + d];
     out[d * a.out_s[2]] = from_float<T>(r * inv_total);
   }
 }
 
-/// Partition size in tokens that a launch with these args uses (0 = default 256).
+/// Partition size in tokens that a launch with these args uses: a.partition_size, else the launch
+/// configuration's partition_size, else 256 (-1: the configuration's value is malformed).
 inline int32_t resolved_partition_size(const kvh_attention_args& a) {
-  return a.partition_size == 0 ? kDefaultPartitionSize : a.partition_size;
+  if (a.partition_size != 0) return a.partition_size;
+  const kvh_launch_config* lc = KVH_HAS_FIELD(&a, kvh_attention_args, launch_config) ? a.launch_config : nullptr;
+  return int32_t(launch_param(lc, "partition_size", kDefaultPartitionSize));
+}
+
+/// Threads a block that a launch with these args uses: the launch configuration's `threads`, else
+/// kPaThreads; 0 when that is not 64 or 128 (the launcher refuses it).
+inline int paged_attention_threads(const kvh_attention_args& a) {
+  const kvh_launch_config* lc = KVH_HAS_FIELD(&a, kvh_attention_args, launch_config) ? a.launch_config : nullptr;
+  const int64_t t = launch_param(lc, "threads", kPaThreads);
+  return t == kPaMinThreads || t == kPaThreads ? int(t) : 0;
 }
 
 /// Workspace bytes the split-K launch needs for `a`: 0 when every sequence fits
@@ -333,24 +355,25 @@ inline uint64_t paged_attention_workspace_bytes(const kvh_attention_args& a) {
 }
 
 template <class T, class C, int kFormat, class Variant>
-hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& sk, int64_t num_seqs,
+hipError_t launch_paged_attention_typed(const AttentionParams& p, const SplitK& sk, int64_t num_seqs, int threads,
                                         hipStream_t stream) {
   const int group = p.num_heads / p.num_kv_heads, chunks = (group + kMaxGroupHeads - 1) / kMaxGroupHeads;
-  const size_t shared1 = sizeof(float) * size_t(partition_shared_floats(chunk_heads(group, 0), p.head_size, sk.partition_size));
+  const size_t shared1 =
+      sizeof(float) * size_t(partition_shared_floats(chunk_heads(group, 0), p.head_size, sk.partition_size, threads));
   hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_partition_kernel<T, C, kFormat, Variant>),
                      dim3(unsigned(sk.max_partitions), unsigned(p.num_kv_heads * chunks), unsigned(num_seqs)),
-                     dim3(kPaThreads), shared1, stream, p, sk);
+                     dim3(unsigned(threads)), shared1, stream, p, sk);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return e;
   if (sk.max_partitions <= 1) return hipSuccess;
   const size_t shared2 = sizeof(float) * size_t(sk.max_partitions);
   hipLaunchKernelGGL(HIP_KERNEL_NAME(paged_attention_reduce_kernel<T, Variant>),
-                     dim3(unsigned(p.num_heads), unsigned(num_seqs)), dim3(kPaThreads), shared2, stream, p, sk);
+                     dim3(unsigned(p.num_heads), unsigned(num_seqs)), dim3(unsigned(threads)), shared2, stream, p, sk);
   return hipGetLastError();
 }
 
 /// Validates `a` (check_attention_args, plus: partition_size in [0, 512],
 /// at most 8192 partitions, a workspace of paged_attention_workspace_bytes(a)
-/// bytes when more than one partition) and launches kernel 1 and, when
+/// bytes when more than one partition, a launch configuration's threads 64 or 128) and launches kernel 1 and, when
 /// max_context_len > partition_size, the reduce. Returns 0 or a HIP error code;
 /// nothing is launched on hipErrorInvalidValue.
 template <int kFormat, class Variant = CorrectVariant>
@@ -360,6 +383,8 @@ int launch_paged_attention(const kvh_attention_args& a, void* stream) {
   if (num_seqs == 0) return hipSuccess;
   const int32_t ps = resolved_partition_size(a);
   if (ps < 1 || ps > kMaxPartitionSize) return hipErrorInvalidValue;
+  const int threads = paged_attention_threads(a);
+  if (threads == 0) return hipErrorInvalidValue;
   const int64_t max_partitions = (int64_t(a.max_context_len) + ps - 1) / ps;
   if (max_partitions > kMaxPartitions) return hipErrorInvalidValue;
   SplitK sk{ps, int32_t(max_partitions), nullptr, nullptr, nullptr};
@@ -375,7 +400,7 @@ int launch_paged_attention(const kvh_attention_args& a, void* stream) {
   Variant::adjust_params(p, a);
   const hipStream_t st = static_cast<hipStream_t>(stream);
   return with_reader_types<Variant::kFnuzAsFnuz>(a, [&](auto t, auto c) {
-    return int(launch_paged_attention_typed<decltype(t), decltype(c), kFormat, Variant>(p, sk, num_seqs, st));
+    return int(launch_paged_attention_typed<decltype(t), decltype(c), kFormat, Variant>(p, sk, num_seqs, threads, st));
   });
 }
 

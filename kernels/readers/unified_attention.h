@@ -70,6 +70,7 @@
 #include <stdint.h>
 
 #include "readers/attention_args.h"
+#include "readers/launch_params.h"
 #include "readers/warp_reduce.h"
 
 namespace kvh::kernels {
@@ -110,13 +111,18 @@ struct UaSegments {
 };
 
 /// Segmentation of the 3d path for args `a`: false when partition_size is negative, there is
-/// no context, or more than kUaMaxSegments segments would be needed.
+/// no context, or more than kUaMaxSegments segments would be needed. A call passing
+/// partition_size 0 takes the launch configuration's partition_size (issue 23 (D)), else 16
+/// segments.
 struct UaSegmentPlan {
   int32_t segment_tokens = 0, num_segments = 0;
 };
 inline bool ua_segment_plan(const kvh_attention_args& a, UaSegmentPlan* sp) {
   if (a.partition_size < 0 || a.max_context_len < 1 || a.block_size < 1) return false;
   int64_t st = a.partition_size;
+  if (st == 0 && KVH_HAS_FIELD(&a, kvh_attention_args, launch_config))  // issue 23 (D)
+    st = launch_param(a.launch_config, "partition_size", 0);
+  if (st < 0) return false;  // a malformed configuration value
   if (st == 0) {
     st = (int64_t(a.max_context_len) + kUaSegmentsPerSeq - 1) / kUaSegmentsPerSeq;
     st = (st + a.block_size - 1) / a.block_size * a.block_size;

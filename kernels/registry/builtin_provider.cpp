@@ -142,6 +142,32 @@ kvh_kernel_desc mla_desc(const char* name, const char* description, int fixture,
 }
 // ---- end issue 22 (C) ----
 
+// ---- issue 23 (D): launch configurations ----
+// paged_attention_v1 and paged_attention_rocm (readers/paged_attention.h) run at 128 threads a block
+// (the default launch, spelled out as t128) or 64 (one wavefront of 64; 2 warps of 32 on CUDA), and
+// take the partition size of a call that passes 0 from the configuration.
+const kvh_launch_config kPagedAttentionConfigs[] = {
+    {"t128", "threads=128,partition_size=256"},
+    {"t64", "threads=64,partition_size=256"},
+    {"t64_ps512", "threads=64,partition_size=512"},
+};
+// unified_attention_3d (readers/unified_attention.h) runs 128 threads a program whatever the case (a
+// key a thread in its logits tile); its configurations split the keys: 16 segments (seg16, the
+// default launch) or segments of 128 or 512 tokens for a call that passes partition_size 0.
+const kvh_launch_config kUnified3dConfigs[] = {
+    {"seg16", ""},
+    {"ps128", "partition_size=128"},
+    {"ps512", "partition_size=512"},
+};
+/// `d` declaring the N launch configurations `configs`.
+template <size_t N>
+kvh_kernel_desc with_launch_configs(kvh_kernel_desc d, const kvh_launch_config (&configs)[N]) {
+  d.num_launch_configs = int32_t(N);
+  d.launch_configs = configs;
+  return d;
+}
+// ---- end issue 23 (D) ----
+
 const kvh_kernel_desc kBuiltins[] = {
     writer_desc<kvh_reshape_and_cache_flash>("reshape_and_cache_flash", "NHD cache writer, stride-aware",
                                              KVH_CACHE_NHD, 0, &kFp8Caps),
@@ -158,13 +184,16 @@ const kvh_kernel_desc kBuiltins[] = {
         "REGRESSION FIXTURE: shuffle=1 writer that assumes a contiguous cache (block base = "
         "block_id * num_kv_heads * head_size * block_size)",
         KVH_CACHE_SHUFFLE, 1),
-    reader_desc<kvh_paged_attention_v1>("paged_attention_v1",
-                                        "paged decode attention, pa_v1 V layout (shuffle=0), split-K", KVH_CACHE_PA_V1,
-                                        0, kSplitK, &kGeneralCaps),
-    reader_desc<kvh_paged_attention_rocm>(
-        "paged_attention_rocm",
-        "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
-        KVH_CACHE_SHUFFLE, 0, kSplitK, &kGeneralCaps),
+    with_launch_configs(reader_desc<kvh_paged_attention_v1>("paged_attention_v1",
+                                                            "paged decode attention, pa_v1 V layout (shuffle=0), "
+                                                            "split-K",
+                                                            KVH_CACHE_PA_V1, 0, kSplitK, &kGeneralCaps),
+                        kPagedAttentionConfigs),  // issue 23 (D)
+    with_launch_configs(reader_desc<kvh_paged_attention_rocm>(
+                            "paged_attention_rocm",
+                            "paged decode attention, shuffle V layout (shuffle=1), split-K: the general ROCm kernel",
+                            KVH_CACHE_SHUFFLE, 0, kSplitK, &kGeneralCaps),
+                        kPagedAttentionConfigs),  // issue 23 (D)
     reader_desc<kvh_paged_attention_nhd>("paged_attention_nhd",
                                          "paged decode attention, NHD K and V (FlashAttention-style), split-K, "
                                          "stride-aware",
@@ -211,11 +240,12 @@ const kvh_kernel_desc kBuiltins[] = {
         "unified (varlen) paged attention, NHD K and V: ragged query batches (chunked prefill, spec decode, "
         "decode), one pass per block of query tokens and GQA group, online softmax",
         KVH_CACHE_NHD, 0, nullptr, &kUnifiedCaps),
-    typed_reader_desc<kvh_unified_attention_3d>(
-        "unified_attention_3d",
-        "unified (varlen) paged attention, NHD K and V: keys split into segments (typed workspaces segm_max, "
-        "segm_expsum, segm_output), then a reduce",
-        KVH_CACHE_NHD, 0, kSegments, &kUnifiedCaps),
+    with_launch_configs(typed_reader_desc<kvh_unified_attention_3d>(
+                            "unified_attention_3d",
+                            "unified (varlen) paged attention, NHD K and V: keys split into segments (typed "
+                            "workspaces segm_max, segm_expsum, segm_output), then a reduce",
+                            KVH_CACHE_NHD, 0, kSegments, &kUnifiedCaps),
+                        kUnified3dConfigs),  // issue 23 (D)
     reader_desc<kvh_unified_attention_2d_hnd>(
         "unified_attention_2d_hnd", "unified (varlen) paged attention, HND K and V, one pass (as unified_attention_2d)",
         KVH_CACHE_HND, 0, nullptr, &kUnifiedCaps),

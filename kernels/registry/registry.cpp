@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 
@@ -329,6 +330,70 @@ void Registry::add_router(const kvh_kernel_desc& d, const std::string& origin) {
   routers_.list.push_back(Router{name, d.description ? d.description : "", origin, d.fixture != 0});
 }
 
+// ---- issue 23 (D): launch configurations ----
+std::vector<std::pair<std::string, std::string>> parse_launch_params(const std::string& params) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (params.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = params.find(',', start);
+    const std::string pair = params.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = pair.find('=');
+    const std::string key = pair.substr(0, eq), value = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    const bool key_ok = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+                        std::all_of(key.begin(), key.end(), [](char ch) {
+                          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                        });
+    if (eq == std::string::npos || !key_ok || value.empty())
+      throw std::invalid_argument("launch parameter '" + pair + "': expected KEY=VALUE with KEY [A-Za-z_][A-Za-z0-9_]* "
+                                  "and a non-empty VALUE (pairs joined by ',')");
+    for (const auto& [k, _] : out)
+      if (k == key) throw std::invalid_argument("launch parameter '" + key + "' given twice");
+    out.emplace_back(key, value);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+namespace {
+// The descriptor's launch configurations, checked: names [A-Za-z0-9_.-]{1,64} and unique, params
+// well-formed. Throws ProviderLoadError naming the kernel and the entry.
+std::vector<LaunchConfig> read_launch_configs(const kvh_kernel_desc& d, const std::string& origin) {
+  std::vector<LaunchConfig> out;
+  const std::string at = origin + ": kernel '" + d.name + "': ";
+  if (d.num_launch_configs < 0 || (d.num_launch_configs > 0 && !d.launch_configs))
+    throw ProviderLoadError(at + "num_launch_configs " + std::to_string(d.num_launch_configs) +
+                            " without a launch_configs array");
+  for (int32_t i = 0; i < d.num_launch_configs; ++i) {
+    const kvh_launch_config& c = d.launch_configs[i];
+    const std::string name = c.name ? c.name : "";
+    const bool name_ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+    });
+    if (!name_ok)
+      throw ProviderLoadError(at + "launch_configs[" + std::to_string(i) + "] name '" + name +
+                              "': expected 1..64 characters of [A-Za-z0-9_.-]");
+    for (const auto& o : out)
+      if (o.name == name) throw ProviderLoadError(at + "launch configuration '" + name + "' declared twice");
+    LaunchConfig lc{name, c.params ? c.params : ""};
+    try {
+      parse_launch_params(lc.params);
+    } catch (const std::invalid_argument& e) {
+      throw ProviderLoadError(at + "launch configuration '" + name + "': " + e.what());
+    }
+    out.push_back(std::move(lc));
+  }
+  return out;
+}
+}  // namespace
+
+const LaunchConfig* Kernel::launch_config(const std::string& config) const {
+  for (const auto& c : launch_configs)
+    if (c.name == config) return &c;
+  return nullptr;
+}
+// ---- end issue 23 (D) ----
+
 void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   const kvh_kernel_desc d = read_growable(&raw);
   if (d.abi_version != 1 && d.abi_version != KVH_ABI_VERSION)
@@ -388,6 +453,7 @@ void Registry::add(const kvh_kernel_desc& raw, const std::string& origin) {
   }
   if (!k.caps.dtypes) k.caps.dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16);
   k.caps.cache_formats |= 1u << d.cache_format;
+  if (KVH_HAS_FIELD(&d, kvh_kernel_desc, launch_configs)) k.launch_configs = read_launch_configs(d, origin);
   kernels_.emplace(k.name, std::move(k));
 }
 
@@ -432,6 +498,7 @@ void Registry::replace(const std::string& real, const std::string& with) {
   k.description = with + " in place of " + real + ": " + w->second.description;
   k.origin = w->second.origin + " (replacing " + r->second.origin + ")";
   k.substitute = w->second.origin == "builtin" ? with : w->second.origin + ":" + with;
+  k.launch_configs = r->second.launch_configs;  // issue 23 (D): REAL's cases, ids and configurations stay
   r->second = std::move(k);
 }
 

@@ -48,6 +48,17 @@ struct Capabilities {
   int32_t max_query_len = 1;         // largest query tokens per sequence; 1: decode only
 };
 
+// ---- issue 23 (D): launch configurations ----
+/// One launch configuration a kernel declares (kvh_launch_config, kvharness 0.7), owned.
+/// name: [A-Za-z0-9_.-]{1,64}; params: "KEY=VALUE" pairs joined by ',' ("" = none).
+struct LaunchConfig {
+  std::string name, params;
+};
+/// The pairs of `params` in order. Throws std::invalid_argument naming the bad pair when a pair
+/// lacks '=', its key is not [A-Za-z_][A-Za-z0-9_]*, its value is empty or a key repeats.
+std::vector<std::pair<std::string, std::string>> parse_launch_params(const std::string& params);
+// ---- end issue 23 (D) ----
+
 /// What a case asks of a kernel, checked against its Capabilities.
 struct KernelUse {
   int64_t head_size = 0, block_size = 0, num_heads = 0, num_kv_heads = 0;
@@ -166,6 +177,7 @@ struct Kernel {
   void* context = nullptr;
   kvh_last_error_fn last_error_fn = nullptr;
   std::string substitute;  // --replace-kernel REAL=WITH: "WITH" (a provider's: "python:MOD:WITH"); empty otherwise
+  std::vector<LaunchConfig> launch_configs;  // issue 23 (D): declared order; under --replace-kernel REAL's
 
   /// The provider's message for its last KVH_RAISED (reason of its last KVH_UNSUPPORTED), or a generic one.
   std::string last_error() const;
@@ -176,6 +188,8 @@ struct Kernel {
   /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64", or
   /// "X declares no support for score modifier(s) sinks, alibi; this case uses them".
   std::string outside_capabilities(const KernelUse& use) const;
+  /// The declared launch configuration `name` (issue 23 (D)), or null.
+  const LaunchConfig* launch_config(const std::string& name) const;
 };
 
 class Registry {

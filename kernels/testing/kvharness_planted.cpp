@@ -32,6 +32,9 @@ extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
 // ---- issue 23 (B long contexts): planted long-context readers ----
 extern "C" const kvh_kernel_desc* kvh_planted_long_context(int32_t* count);
 // ---- end issue 23 (B long contexts) ----
+// ---- issue 23 (D launch configurations): planted launch-configuration readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_launch_configs(int32_t* count);
+// ---- end issue 23 (D launch configurations) ----
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -134,6 +137,9 @@ const Mutant kMutants[] = {
     {"kernel", "paged_attention_rocm", "planted_context_len_uint16", "reader=paged_attention_rocm;"},
     {"kernel", "paged_attention_rocm", "planted_reduce_fp16_exp_sum", "reader=paged_attention_rocm;"},
     // ---- end issue 23 (B long contexts) ----
+    // ---- issue 23 (D launch configurations): killed by the default suite's launch_configs slice ----
+    {"kernel", "paged_attention_rocm", "planted_reduce_assumes_128_threads", "reader=paged_attention_rocm;"},
+    // ---- end issue 23 (D launch configurations) ----
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -171,6 +177,9 @@ int main(int argc, char** argv) {
   // ---- issue 23 (B long contexts): planted long-context readers ----
   kvh::register_builtin_extension(kvh_planted_long_context, "planted");
   // ---- end issue 23 (B long contexts) ----
+  // ---- issue 23 (D launch configurations) ----
+  kvh::register_builtin_extension(kvh_planted_launch_configs, "planted");
+  // ---- end issue 23 (D launch configurations) ----
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;

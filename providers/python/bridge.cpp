@@ -71,6 +71,9 @@ struct KernelCtx {
   bool modifier_kwargs = false;  // sliding_window, softcap, head_offset, sinks, alibi_slopes
   bool ragged_kwargs = false;    // query_start_loc, seq_lens, max_query_len, num_query_tokens, causal, *_scale_tensor
   bool typed_workspaces = false; // kvh_kernel_desc.workspaces: `workspaces` on every call
+  // issue 23 (D): the declared launch configurations (kvh_kernel_desc.launch_configs point into these)
+  std::vector<std::string> config_names, config_params;
+  std::vector<kvh_launch_config> configs;
 };
 
 /// One opened module.
@@ -222,6 +225,13 @@ void add_fp8_kwargs(py::dict& kw, int32_t cache_dtype, const Args* a, const Brid
   kw["v_scales"] = a ? capsule(a->v_scales, b) : py::none();
 }
 
+/// issue 23 (D): the name of the launch configuration the case runs, only when it runs one (so
+/// that a default-launch call is made exactly as before); _bridge.py turns it into the
+/// configuration's keyword arguments.
+void add_launch_config(py::dict& kw, const kvh_launch_config* lc) {
+  if (lc && lc->name) kw["launch_config"] = std::string(lc->name);
+}
+
 py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   py::dict kw;
   kw["key"] = capsule(a.key, b);
@@ -231,6 +241,7 @@ py::dict write_kwargs(const kvh_write_args& a, const Bridge& b) {
   kw["slot_mapping"] = capsule(a.slot_mapping, b);
   kw["block_size"] = a.block_size;
   add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_write_args, v_scales) ? &a : nullptr, b);
+  add_launch_config(kw, KVH_HAS_FIELD(&a, kvh_write_args, launch_config) ? a.launch_config : nullptr);
   return kw;
 }
 
@@ -291,6 +302,7 @@ py::dict attention_kwargs(const kvh_attention_args& a, const Bridge& b, bool wit
     kw["workspaces"] = ws;
   }
   add_fp8_kwargs(kw, a.key_cache.dtype, KVH_HAS_FIELD(&a, kvh_attention_args, v_scales) ? &a : nullptr, b);
+  add_launch_config(kw, KVH_HAS_FIELD(&a, kvh_attention_args, launch_config) ? a.launch_config : nullptr);
   return kw;
 }
 
@@ -525,6 +537,14 @@ void describe(Bridge& b, const py::list& kernels) {
     k->modifier_kwargs = d["modifier_kwargs"].cast<bool>();
     k->ragged_kwargs = d["ragged_kwargs"].cast<bool>();
     k->typed_workspaces = d["has_workspaces"].cast<bool>();
+    if (d.contains("launch_configs"))  // issue 23 (D)
+      for (auto c : d["launch_configs"]) {
+        py::tuple t = c.cast<py::tuple>();
+        k->config_names.push_back(t[0].cast<std::string>());
+        k->config_params.push_back(t[1].cast<std::string>());
+      }
+    for (size_t j = 0; j < k->config_names.size(); ++j)
+      k->configs.push_back(kvh_launch_config{k->config_names[j].c_str(), k->config_params[j].c_str()});
     kvh_kernel_desc desc{};
     desc.abi_version = KVH_ABI_VERSION;
     desc.name = k->name.c_str();
@@ -542,6 +562,8 @@ void describe(Bridge& b, const py::list& kernels) {
     if (desc.role != KVH_ROLE_ROUTER) desc.time = py_time;
     desc.last_error = py_last_error;
     desc.capabilities = &k->caps;
+    desc.num_launch_configs = int32_t(k->configs.size());  // issue 23 (D)
+    desc.launch_configs = k->configs.empty() ? nullptr : k->configs.data();
     b.descs.push_back(desc);
     b.contexts.push_back(std::move(k));
   }

@@ -263,6 +263,12 @@ _GROUP_BLOCK = 16
 #: H200, 64 seqs x 4096 tokens, 32/8 heads, head_size 128: 8 warps / 2 stages 2.9 ms,
 #: 4 warps / 1 stage 3.4 ms (triton.testing.do_bench, both passes).
 _PARTITION_LAUNCH = dict(num_warps=8, num_stages=2)
+#: issue 23 (D): the launch configurations the split-K readers declare (kvharness reader(configs=...)):
+#: pass 1's num_warps / num_stages and the reduce's warps (0: 1 up to head_size 128, else 2). A case
+#: file's `launch_configs = "all"` runs each; the math is the same at every one, so each must pass.
+_PA_CONFIGS = [dict(name="w8s2", num_warps=8, num_stages=2), dict(name="w4s1", num_warps=4, num_stages=1),
+               dict(name="w4s1_r4", num_warps=4, num_stages=1, reduce_num_warps=4),
+               dict(name="w2s1_r2", num_warps=2, num_stages=1, reduce_num_warps=2)]
 
 
 @triton.jit
@@ -431,7 +437,9 @@ def _workspace_bytes(*, query, max_context_len, partition_size, **_):
 
 
 def _launch_attention(cache_format, out, query, key_cache, value_cache, block_tables, context_lens, block_size,
-                      max_context_len, scale, k_scale, v_scale, partition_size, workspace):
+                      max_context_len, scale, k_scale, v_scale, partition_size, workspace,
+                      num_warps=_PARTITION_LAUNCH["num_warps"], num_stages=_PARTITION_LAUNCH["num_stages"],
+                      reduce_num_warps=0):
     _check_dims("query", query, 3)
     _check_dims("out", out, 3)
     _check_dims("value_cache", value_cache, 4 if cache_format == "pa_v1" else 5)
@@ -503,13 +511,14 @@ def _launch_attention(cache_format, out, query, key_cache, value_cache, block_ta
             HEAD_SIZE=head_size, D_PAD=d_pad, X=x, BLOCK_SIZE=block_size, TILE_T=tile_t,
             BLOCKS_PER_ITER=blocks_per_iter, GROUP_BLOCK=_GROUP_BLOCK, V_SHUFFLE=cache_format == "shuffle",
             GATHER=gather,
-            **_PARTITION_LAUNCH,
+            num_warps=int(num_warps), num_stages=int(num_stages),
         )
         _paged_attention_reduce_kernel[(num_seqs, num_heads)](
             out, context_lens, max_logits, exp_sums, partial_out,
             *out.stride(), context_lens.stride(0),
             num_heads, max_partitions, part_size, max_tokens, float(v_scale),
-            HEAD_SIZE=head_size, D_PAD=d_pad, num_warps=1 if d_pad <= 128 else 2,
+            HEAD_SIZE=head_size, D_PAD=d_pad,
+            num_warps=int(reduce_num_warps) or (1 if d_pad <= 128 else 2),
         )
 
 
@@ -517,24 +526,28 @@ def _launch_attention(cache_format, out, query, key_cache, value_cache, block_ta
         dtypes=("fp16", "bf16"), max_gqa_ratio=0,
         description="Triton split-K paged decode attention, V in pa_v1 layout; fp32 online softmax, "
                     f"partition {DEFAULT_PARTITION_SIZE} tokens by default",
-        workspace_bytes=_workspace_bytes)
+        workspace_bytes=_workspace_bytes, configs=_PA_CONFIGS)
 def triton_paged_attention_v1(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
-                              max_context_len, scale, k_scale, v_scale, partition_size, workspace):
+                              max_context_len, scale, k_scale, v_scale, partition_size, workspace, *,
+                              num_warps=8, num_stages=2, reduce_num_warps=0):
     """Decode attention over pa_v1 caches; writes out [num_seqs, num_heads, head_size] in place."""
     _launch_attention("pa_v1", out, query, key_cache, value_cache, block_tables, context_lens, block_size,
-                      max_context_len, scale, k_scale, v_scale, partition_size, workspace)
+                      max_context_len, scale, k_scale, v_scale, partition_size, workspace,
+                      num_warps, num_stages, reduce_num_warps)
 
 
 @reader("triton_paged_attention_shuffle", cache_format="shuffle", head_sizes=None, block_sizes=None,
         dtypes=("fp16", "bf16"), max_gqa_ratio=0,
         description="Triton split-K paged decode attention, V in shuffle layout; fp32 online softmax, "
                     f"partition {DEFAULT_PARTITION_SIZE} tokens by default",
-        workspace_bytes=_workspace_bytes)
+        workspace_bytes=_workspace_bytes, configs=_PA_CONFIGS)
 def triton_paged_attention_shuffle(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
-                                   max_context_len, scale, k_scale, v_scale, partition_size, workspace):
+                                   max_context_len, scale, k_scale, v_scale, partition_size, workspace, *,
+                                   num_warps=8, num_stages=2, reduce_num_warps=0):
     """Decode attention over shuffle caches; writes out [num_seqs, num_heads, head_size] in place."""
     _launch_attention("shuffle", out, query, key_cache, value_cache, block_tables, context_lens, block_size,
-                      max_context_len, scale, k_scale, v_scale, partition_size, workspace)
+                      max_context_len, scale, k_scale, v_scale, partition_size, workspace,
+                      num_warps, num_stages, reduce_num_warps)
 
 
 # --------------------------------------------------------------------------- #
@@ -722,7 +735,7 @@ def _varlen_workspaces(*, query, max_context_len, partition_size, **_):
 
 def _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
                    k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
-                   softcap, sinks, alibi_slopes, split, workspaces):
+                   softcap, sinks, alibi_slopes, split, workspaces, num_warps=4, num_stages=2, reduce_num_warps=0):
     for name, t, n in (("query", query, 3), ("out", out, 3), ("key_cache", key_cache, 4),
                        ("value_cache", value_cache, 4), ("block_tables", block_tables, 2),
                        ("context_lens", context_lens, 1)):
@@ -808,13 +821,14 @@ def _launch_varlen(out, query, key_cache, value_cache, block_tables, context_len
             float(v_scale), float(softcap or 0.0),
             HEAD_SIZE=head_size, D_PAD=d_pad, BLOCK_Q=block_q, G_PAD=g_pad, TILE_T=tile_t, CAUSAL=bool(causal),
             USE_SINKS=sinks is not None, USE_ALIBI=alibi_slopes is not None, USE_SOFTCAP=bool(softcap and softcap > 0),
-            SPLIT=bool(split), num_warps=4, num_stages=2,
+            SPLIT=bool(split), num_warps=int(num_warps), num_stages=int(num_stages),
         )
         if split:
             _varlen_reduce_kernel[(num_tokens, num_heads)](
                 out, sinks if sinks is not None else dummy, seg_m, seg_l, seg_o,
                 *out.stride(), sinks.stride(0) if sinks is not None else 0, *wm, *wo, num_splits, float(v_scale),
-                HEAD_SIZE=head_size, D_PAD=d_pad, USE_SINKS=sinks is not None, num_warps=1 if d_pad <= 128 else 2,
+                HEAD_SIZE=head_size, D_PAD=d_pad, USE_SINKS=sinks is not None,
+                num_warps=int(reduce_num_warps) or (1 if d_pad <= 128 else 2),
             )
 
 
@@ -835,18 +849,26 @@ def triton_unified_attention(out, query, key_cache, value_cache, block_tables, c
                    softcap, sinks, alibi_slopes, split=False, workspaces=None)
 
 
-@reader("triton_unified_attention_splitk", **_VARLEN, workspaces=_varlen_workspaces,
+#: issue 23 (D): triton_unified_attention_splitk's launch configurations (as _PA_CONFIGS; default 4 warps, 2 stages).
+_VARLEN_SPLITK_CONFIGS = [dict(name="w4s2", num_warps=4, num_stages=2),
+                          dict(name="w2s1_r2", num_warps=2, num_stages=1, reduce_num_warps=2),
+                          dict(name="w8s2_r4", num_warps=8, num_stages=2, reduce_num_warps=4)]
+
+
+@reader("triton_unified_attention_splitk", **_VARLEN, workspaces=_varlen_workspaces, configs=_VARLEN_SPLITK_CONFIGS,
         description="Triton ragged (varlen) paged attention over NHD K and V, split-K over partitions of "
                     f"partition_size tokens ({DEFAULT_PARTITION_SIZE} by default) with typed float32 workspaces "
                     "segm_max/segm_expsum/segm_output and a reduce kernel")
 def triton_unified_attention_splitk(out, query, key_cache, value_cache, block_tables, context_lens, block_size,
                                     max_context_len, scale, k_scale, v_scale, partition_size=0, query_start_loc=None,
                                     seq_lens=None, max_query_len=None, causal=True, sliding_window=0, softcap=0.0,
-                                    sinks=None, alibi_slopes=None, workspaces=None, **_):
+                                    sinks=None, alibi_slopes=None, workspaces=None, num_warps=4, num_stages=2,
+                                    reduce_num_warps=0, **_):
     """As triton_unified_attention, in two passes through `workspaces` (the harness's, or its own)."""
     _launch_varlen(out, query, key_cache, value_cache, block_tables, context_lens, block_size, max_context_len, scale,
                    k_scale, v_scale, partition_size, query_start_loc, seq_lens, max_query_len, causal, sliding_window,
-                   softcap, sinks, alibi_slopes, split=True, workspaces=workspaces)
+                   softcap, sinks, alibi_slopes, split=True, workspaces=workspaces, num_warps=num_warps,
+                   num_stages=num_stages, reduce_num_warps=reduce_num_warps)
 
 
 # --------------------------------------------------------------------------- #

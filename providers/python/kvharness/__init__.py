@@ -29,6 +29,7 @@ kvharness/stacks/ (providers/python/README.md "Stacks").
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from typing import Callable, Optional, Sequence
 
@@ -130,6 +131,8 @@ class Kernel:
     workspace_specs: Optional[list] = None
     # routers: the library's kernel names -> the harness readers they run as (None: names pass as they are)
     kernel_names: Optional[dict] = None
+    # issue 23 (D): declared launch configurations, [(name, params "k=v,...", {keyword: value}), ...]
+    launch_configs: Optional[list] = None
 
 
 #: Every kernel any imported module registered, in definition order.
@@ -180,6 +183,8 @@ def _register(fn, **fields):
             raise ValueError(f"kernel {name!r}: declare workspace_bytes or workspaces, not both")
         if not callable(ws):
             fields["workspace_specs"] = workspace_specs(name, ws)
+    fields["launch_configs"] = launch_configs(name, fields.get("launch_configs"), fn,
+                                              READER_ARGS if fields["role"] == ROLE_READER else WRITER_ARGS)
     fields["head_sizes"] = _int_tuple(fields.get("head_sizes"), "head_sizes", name)
     fields["block_sizes"] = _int_tuple(fields.get("block_sizes"), "block_sizes", name)
     _KERNELS.append(Kernel(fn=fn, module=_registering_module(), **fields))
@@ -245,6 +250,63 @@ def workspace_specs(kernel: str, declared) -> list:
     return out
 
 
+# ---- issue 23 (D): launch configurations (provider.h kvh_launch_config) ----
+#: The keyword arguments a writer may get (provider.h's kvh_write_args, by its field names).
+WRITER_ARGS = frozenset(("key", "value", "key_cache", "value_cache", "slot_mapping", "block_size",
+                         "kv_cache_dtype", "kv_scales", "k_scales", "v_scales"))
+_CONFIG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+_CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def launch_configs(kernel: str, configs, fn=None, reserved=frozenset()) -> Optional[list]:
+    """Checks the launch configurations `configs` of `kernel`: None, or a non-empty list of dicts
+    of keyword arguments (int, float, bool or str values; a str without ','), each optionally
+    naming itself with the key "name" (1..64 characters of [A-Za-z0-9_.-]; default: its keys and
+    values run together, "num_warps2_num_stages1"). Returns [(name, "key=value,...", kwargs), ...]
+    or None; raises ValueError/TypeError naming the kernel and the entry for a repeated name, a
+    keyword that is not an identifier, is one of the harness's own arguments (`reserved`) or that
+    fn does not accept."""
+    if configs is None:
+        return None
+    where = f"kernel {kernel!r}: configs"
+    if isinstance(configs, (str, bytes, dict)) or not isinstance(configs, (list, tuple)) or not configs:
+        raise TypeError(f"{where}: expected a non-empty list of dicts of keyword arguments, got {configs!r}")
+    accepts = None
+    if fn is not None:
+        import inspect
+        try:
+            params = inspect.signature(fn).parameters.values()
+            if not any(p.kind == p.VAR_KEYWORD for p in params):
+                accepts = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        except (TypeError, ValueError):
+            pass
+    out, seen = [], set()
+    for i, entry in enumerate(configs):
+        if not isinstance(entry, dict) or not entry:
+            raise TypeError(f"{where}[{i}]: {entry!r}; expected a non-empty dict of keyword arguments")
+        kwargs = {k: v for k, v in entry.items() if k != "name"}
+        for key, value in kwargs.items():
+            at = f"{where}[{i}] {key!r}"
+            if not isinstance(key, str) or not _CONFIG_KEY.match(key):
+                raise ValueError(f"{at}: a keyword must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+            if key in reserved:
+                raise ValueError(f"{at}: the harness passes that argument itself")
+            if accepts is not None and key not in accepts:
+                raise TypeError(f"{at}: the function does not take that keyword argument")
+            if not isinstance(value, (int, float, str)) or (isinstance(value, str) and ("," in value or not value)):
+                raise TypeError(f"{at}: value {value!r}; expected an int, float, bool or a non-empty str without ','")
+        name = entry.get("name", "_".join(f"{k}{v}" for k, v in kwargs.items()))
+        if not isinstance(name, str) or not _CONFIG_NAME.match(name):
+            raise ValueError(f"{where}[{i}]: name {name!r}; expected 1..64 characters of [A-Za-z0-9_.-] "
+                             "(give the configuration a \"name\")")
+        if name in seen:
+            raise ValueError(f"{where}[{i}]: the name {name!r} is used twice")
+        seen.add(name)
+        out.append((name, ",".join(f"{k}={v}" for k, v in kwargs.items()), kwargs))
+    return out
+# ---- end issue 23 (D) ----
+
+
 def _registering_module() -> str:
     """The module whose code applied the decorator (not fn.__module__: a module
     may register functions defined elsewhere under its own names)."""
@@ -256,19 +318,21 @@ def _registering_module() -> str:
 
 def writer(name: str, cache_format: str, fixture: bool = False, description: str = "",
            dtypes: Sequence[str] = ("fp16", "bf16"), head_sizes=None, block_sizes=None,
-           cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",)):
+           cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",), configs=None):
     """Registers a cache writer: fn(key, value, key_cache, value_cache, slot_mapping, block_size),
     plus kv_cache_dtype, kv_scales, k_scales, v_scales on fp8 cases (a function gets only the ones it names).
 
     cache_format: "flash" (NHD), "pa_v1", "shuffle" or "hnd". fixture=True marks a
     known-bad kernel kept on purpose (its failures are expected). cache_dtypes
     (() = the K/V dtype only) and kv_scales declare fp8 support (CACHE_DTYPES,
-    KV_SCALES). Raises ValueError/TypeError at import for a bad declaration.
+    KV_SCALES). configs: launch configurations, as for reader(). Raises ValueError/TypeError at
+    import for a bad declaration.
     """
     def deco(fn):
         return _register(fn, name=name, role=ROLE_WRITER, cache_format=cache_format, fixture=bool(fixture),
                          description=description, dtypes=tuple(dtypes), head_sizes=head_sizes,
-                         block_sizes=block_sizes, cache_dtypes=tuple(cache_dtypes), kv_scales=tuple(kv_scales))
+                         block_sizes=block_sizes, cache_dtypes=tuple(cache_dtypes), kv_scales=tuple(kv_scales),
+                         launch_configs=configs)
     return deco
 
 
@@ -276,7 +340,7 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
            dtypes: Sequence[str] = ("fp16", "bf16"), max_gqa_ratio: int = 0, fixture: bool = False,
            description: str = "", workspace_bytes: Optional[Callable[..., int]] = None,
            modifiers: Sequence[str] = (), cache_dtypes: Sequence[str] = (), kv_scales: Sequence[str] = ("none",),
-           max_query_len: int = 1, workspaces=None):
+           max_query_len: int = 1, workspaces=None, configs=None):
     """Registers an attention reader: fn(out, query, key_cache, value_cache, block_tables,
     context_lens, block_size, max_context_len, scale, k_scale, v_scale, partition_size, workspace),
     plus cache_block_size in kernel_pages cases only, plus the ragged-query arguments below.
@@ -320,6 +384,15 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
     harness allocates each one dense, NaN-filled (integers: 0x7FC0DEAD words), in guarded memory,
     and the reader gets them as `workspaces`, a dict name -> tensor, and each by its own name
     when its signature names that parameter.
+
+    configs (issue 23, kvharness 0.7): the kernel's launch configurations, e.g.
+    ``configs=[dict(num_warps=2), dict(name="w4s2", num_warps=4, num_stages=2)]``: each a dict of
+    keyword arguments the function takes (a Triton kernel's num_warps, num_stages, block
+    constants), named by its "name" key or by its keys and values run together ("num_warps2"). A
+    case file's ``launch_configs = "all"`` (or a list of names) runs one case per configuration,
+    and the call gets that configuration's keyword arguments on top of the harness's (its
+    workspace_bytes / workspaces callable too, where it takes them); without it the function runs
+    with its own defaults. Checked by launch_configs() at import.
     """
     def deco(fn):
         if workspace_bytes is not None and not callable(workspace_bytes):
@@ -329,7 +402,7 @@ def reader(name: str, cache_format: str, head_sizes=None, block_sizes=None,
                          block_sizes=block_sizes, max_gqa_ratio=int(max_gqa_ratio),
                          workspace_bytes=workspace_bytes, cache_dtypes=tuple(cache_dtypes),
                          kv_scales=tuple(kv_scales), modifiers=tuple(modifiers), max_query_len=max_query_len,
-                         workspaces=workspaces)
+                         workspaces=workspaces, launch_configs=configs)
     return deco
 
 

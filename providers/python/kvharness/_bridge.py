@@ -267,13 +267,18 @@ class Handle:
                  # the ragged-query arguments: for readers that declare ragged support or name one of them
                  ragged_kwargs=k.role == kvharness.ROLE_READER and (
                      _declares_ragged(k) or bool(set(kvharness.RAGGED_ARGS) & (
-                         _named(k.fn) | (_named(self._ws_fn[i]) if self._ws_fn[i] else set())))))
+                         _named(k.fn) | (_named(self._ws_fn[i]) if self._ws_fn[i] else set())))),
+                 # issue 23 (D): the declared launch configurations, [(name, "key=value,..."), ...]
+                 launch_configs=[(n, p) for n, p, _ in k.launch_configs or ()])
             for i, k in enumerate(kernels)]
+        self._configs = [{n: kw for n, _, kw in k.launch_configs or ()} for k in kernels]  # issue 23 (D)
 
-    def _tensors(self, kwargs, accepts, withheld=frozenset()):
+    def _tensors(self, kwargs, accepts, withheld=frozenset(), index=None):
         import torch
         out = {}
         for name, v in kwargs.items():
+            if name == "launch_config":  # issue 23 (D): the configuration's own keywords instead, below
+                continue
             if (accepts is not None and name not in accepts) or name in withheld:
                 continue  # a field this function does not take (added to the ABI after it was written)
             if name == "workspaces" and isinstance(v, list):
@@ -286,6 +291,13 @@ class Handle:
             for name in ("key_cache", "value_cache"):
                 if name in out:
                     out[name] = out[name].view(getattr(torch, fp8))
+        chosen = kwargs.get("launch_config")
+        if chosen is not None:  # issue 23 (D): the case runs this declared launch configuration
+            declared = self._configs[index] if index is not None else {}
+            if chosen not in declared:
+                raise ValueError(f"launch configuration {chosen!r} is not one the kernel declares "
+                                 f"({', '.join(declared) or 'none'})")
+            out.update((n, v) for n, v in declared[chosen].items() if accepts is None or n in accepts)
         return out
 
     def _stream(self, stream: int):
@@ -310,7 +322,7 @@ class Handle:
             kwargs = dict(kwargs, workspaces=named)
             # Each also by its own name, to a reader that names that parameter.
             kwargs.update((n, t) for n, t in named.items() if n in self._ws_named[index])
-        args = self._tensors(kwargs, self._accepts[index], self._withheld[index])
+        args = self._tensors(kwargs, self._accepts[index], self._withheld[index], index)
         if self._containers[index]:
             args.update(_containers.containers(k.cache_format, args, self._containers[index]))
         return args
@@ -360,7 +372,7 @@ class Handle:
     def workspace_bytes(self, index: int, kwargs: dict):
         k = self._kernels[index]
         try:
-            n = k.workspace_bytes(**self._tensors(kwargs, self._ws_accepts[index], self._ws_withheld[index]))
+            n = k.workspace_bytes(**self._tensors(kwargs, self._ws_accepts[index], self._ws_withheld[index], index))
             if not isinstance(n, int):
                 return f"TypeError: workspace_bytes of {k.name} returned {type(n).__name__}, expected int"
             return n
@@ -374,7 +386,7 @@ class Handle:
         k = self._kernels[index]
         if k.workspace_specs is not None:
             return k.workspace_specs
-        declared = k.workspaces(**self._tensors(kwargs, self._ws_accepts[index], self._ws_withheld[index]))
+        declared = k.workspaces(**self._tensors(kwargs, self._ws_accepts[index], self._ws_withheld[index], index))
         return kvharness.workspace_specs(k.name, declared)
 
     def workspaces(self, index: int, kwargs: dict):

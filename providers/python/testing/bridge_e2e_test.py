@@ -518,6 +518,72 @@ def timing_cpu(args):
           f"{[(c['verdict'], c['detail']) for c in raising]}")
 
 
+# ---- issue 23 (D launch configurations) ----
+CONFIG_CASES = """
+seeds = [1]
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+head_sizes = [128]
+block_sizes = [16]
+dtypes = ["bf16"]
+batch_sizes = [2]
+context_lens = [20, 300]
+readers = ["torch_pa_configs", "fixture_torch_pa_reduce_needs_4_warps"]
+launch_configs = "all"
+
+[[attention.expected_failure]]
+filter = "reader=fixture_torch_pa_reduce_needs_4_warps,launch_config=num_warps2"
+component = "reader"
+reasons = ["mismatch"]
+why = "known-bad: the reduce drops the upper half of each head below 4 warps"
+
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first"]
+head_sizes = [128]
+block_sizes = [16]
+dtypes = ["bf16"]
+batch_sizes = [2]
+context_lens = [20, 300]
+readers = ["torch_pa_configs", "fixture_torch_pa_reduce_needs_4_warps"]
+"""
+
+
+def launch_configs(args):
+    """A Python reader's declared configurations (configs=[...]) as a case axis: one case each, the
+    call gets that configuration's keywords (the fixture fails at num_warps2 only), an unknown name
+    is refused naming file, line and field."""
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "configs.toml")
+    with open(path, "w") as f:
+        f.write(CONFIG_CASES)
+    report = os.path.join(args.out, "report")  # a report directory of its own (kvharness refuses a foreign one)
+    p = run(args, "run", path, "--provider", "python:providers/python/testing/kvharness_configs.py",
+            "--report-dir", report, "--no-progress")
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    cases = results(report)
+    got = sorted((c["reader"], c.get("launch_config") or "", c["verdict"]) for c in cases)
+    want = sorted([("torch_pa_configs", "num_warps2", "PASS"), ("torch_pa_configs", "w4s2", "PASS"),
+                   ("torch_pa_configs", "", "PASS"),
+                   ("fixture_torch_pa_reduce_needs_4_warps", "num_warps2", "FAIL"),
+                   ("fixture_torch_pa_reduce_needs_4_warps", "w4s2", "PASS"),
+                   ("fixture_torch_pa_reduce_needs_4_warps", "", "PASS")])
+    check(got == want, f"one case per configuration and the default, the fixture failing at num_warps2 only: {got}")
+    ids = [c["id"] for c in cases if c.get("launch_config")]
+    check(ids and all(f"/cfg={c['launch_config']}/" in c["id"] for c in cases if c.get("launch_config")),
+          f"ids carry /cfg=NAME {ids[:2]}")
+    with open(path, "w") as f:
+        f.write(CONFIG_CASES.replace('launch_configs = "all"', 'launch_configs = ["w4s2", "w2"]'))
+    p = run(args, "list", path, "--provider", "python:providers/python/testing/kvharness_configs.py")
+    check(p.returncode == 2, f"an unknown configuration: exit 2 (got {p.returncode})")
+    check(f"{path}:13: field 'launch_configs': reader 'torch_pa_configs' declares no launch configuration 'w2'; "
+          "it declares: num_warps2, w4s2" in p.stderr, "the error names file:line, field, reader and the declared ones")
+# ---- end issue 23 (D launch configurations) ----
+
+
 def abi_v1_provider_cli(args):
     p = run(args, "info", "--provider", args.v1_provider)
     check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
@@ -528,7 +594,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("test", choices=["torch_cases", "planted_failures", "findings", "unimportable_module", "abi_v1_provider_cli",
                                      "standalone_bridge", "virtualenv", "triton_case_file", "timing_cpu",
-                                     "mla_torch", "triton_mla_case_file"])
+                                     "mla_torch", "triton_mla_case_file",
+                                     "launch_configs"])  # issue 23 (D)
     ap.add_argument("--kvharness", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--v1-provider", required=True)

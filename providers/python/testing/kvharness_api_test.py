@@ -846,5 +846,66 @@ class RaggedTorchReaders(unittest.TestCase):
         self.assertEqual(self.mismatches(self.run_reader(planted, "flash", False, {}), self.reference(False, {})), [])
 
 
+# ---- issue 23 (D launch configurations) ----
+class LaunchConfigs(unittest.TestCase):
+    """reader()/writer() configs=[...]: checked at import, handed to the bridge as (name, params),
+    and a call naming one gets that configuration's keyword arguments."""
+
+    def test_declarations_become_names_and_params(self):
+        @kvharness.reader("t_cfg", cache_format="shuffle",
+                          configs=[dict(num_warps=2), dict(name="w4s2", num_warps=4, num_stages=2, BLOCK_N=64)],
+                          workspace_bytes=lambda block_size, num_warps=8, **kw: block_size * num_warps)
+        def f(out, block_size, num_warps=8, num_stages=1, BLOCK_N=32):
+            out.fill_(num_warps * 100 + num_stages * 10 + BLOCK_N // 32)
+        k = kvharness._KERNELS[-1]
+        self.assertEqual([(n, p) for n, p, _ in k.launch_configs],
+                         [("num_warps2", "num_warps=2"), ("w4s2", "num_warps=4,num_stages=2,BLOCK_N=64")])
+        h = _bridge.Handle([k], _bridge.DEVICE_CPU, 0)
+        self.assertEqual(h.kernels[0]["launch_configs"], [("num_warps2", "num_warps=2"),
+                                                          ("w4s2", "num_warps=4,num_stages=2,BLOCK_N=64")])
+        out = torch.full((2,), -1.0)
+        for config, want in ((None, 811.0), ("num_warps2", 211.0), ("w4s2", 422.0)):
+            kw = capsules(out=out, block_size=16)
+            if config:
+                kw["launch_config"] = config
+            self.assertIsNone(h.call(0, kw, 0))
+            self.assertEqual(out.tolist(), [want, want], config)
+        # The workspace function gets the keywords it takes.
+        self.assertEqual(h.workspace_bytes(0, {"block_size": 16, "launch_config": "num_warps2"}), 32)
+        self.assertEqual(h.workspace_bytes(0, {"block_size": 16}), 128)
+        msg = h.call(0, dict(capsules(out=out, block_size=16), launch_config="w8"), 0)
+        self.assertIn("launch configuration 'w8' is not one the kernel declares (num_warps2, w4s2)", msg)
+
+    def test_a_kernel_without_configs_declares_none(self):
+        kvharness.writer("t_nocfg", cache_format="flash")(lambda **kw: None)
+        self.assertIsNone(kvharness._KERNELS[-1].launch_configs)
+        h = _bridge.Handle([kvharness._KERNELS[-1]], _bridge.DEVICE_CPU, 0)
+        self.assertEqual(h.kernels[0]["launch_configs"], [])
+
+    def test_bad_declarations_raise_at_import(self):
+        def fn(out, num_warps=8):
+            pass
+        for configs, err, needle in (
+                (dict(num_warps=2), TypeError, "expected a non-empty list of dicts"),
+                ([], TypeError, "expected a non-empty list of dicts"),
+                ([{}], TypeError, "configs[0]: {}; expected a non-empty dict"),
+                ([dict(num_warps=2), dict(num_warps=2)], ValueError, "the name 'num_warps2' is used twice"),
+                ([dict(block_size=16)], ValueError, "'block_size': the harness passes that argument itself"),
+                ([dict(num_stages=2)], TypeError, "'num_stages': the function does not take that keyword"),
+                ([{"num-warps": 2}], ValueError, "a keyword must be an identifier"),
+                ([dict(num_warps="2,4")], TypeError, "expected an int, float, bool or a non-empty str without ','"),
+                ([dict(num_warps=[2])], TypeError, "value [2]"),
+                ([dict(num_warps="two warps")], ValueError, "name 'num_warpstwo warps'; expected 1..64 characters"),
+                ([dict(name="w 2", num_warps=2)], ValueError, "name 'w 2'")):
+            with self.assertRaises(err, msg=repr(configs)) as cm:
+                kvharness.reader("t_badcfg", cache_format="shuffle", configs=configs)(fn)
+            self.assertIn("kernel 't_badcfg': configs", str(cm.exception))
+            self.assertIn(needle, str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            kvharness.writer("t_badcfg_w", cache_format="flash", configs=[dict(slot_mapping=1)])(lambda **kw: None)
+        self.assertIn("the harness passes that argument itself", str(cm.exception))
+# ---- end issue 23 (D launch configurations) ----
+
+
 if __name__ == "__main__":
     unittest.main()
