@@ -111,6 +111,9 @@ struct CorrectVariant {
   static KVH_HD int reduce_first_partition(int first_live) { return first_live; }
   /// The tokens a partition covers: the partition_size the caller asked for.
   static KVH_HD int split_size(int partition_size) { return partition_size; }
+  /// The running max's starting value: -inf (issue 23: a finite sentinel such as -5e4 is
+  /// wrong once every logit of a row is below it; `values = "low_logits"` cases have such rows).
+  static KVH_HD float running_max_init() { return -INFINITY; }
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -210,7 +213,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     const int L = floor_pow2(nt / nh < warpSize ? nt / nh : warpSize);
     const int j = tid / L, lane_h = tid % L;
     float* l = logits + (j < nh ? j : 0) * P;
-    float m = -INFINITY;
+    float m = Variant::running_max_init();
     if (j < nh)
       for (int i = lane_h; i < n; i += L) m = fmaxf(m, l[i]);
     m = group_reduce(m, Variant::reduce_width(L), MaxOp{});  // every lane takes part in the shuffles

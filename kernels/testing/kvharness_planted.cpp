@@ -29,6 +29,9 @@ extern "C" const kvh_kernel_desc* kvh_planted_mla_writers(int32_t* count);  // i
 extern "C" const kvh_kernel_desc* kvh_planted_int8(int32_t* count);  // issue 22 (int8)
 // ---- issue 22 (C): planted MLA readers ----
 extern "C" const kvh_kernel_desc* kvh_planted_mla_readers(int32_t* count);
+// ---- issue 23 (C writer views, padding, value edges): planted edge writers and readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_edges(int32_t* count);
+// ---- end issue 23 (C writer views, padding, value edges) ----
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -115,7 +118,14 @@ const Mutant kMutants[] = {
     // ---- issue 22, int8 KV caches (part A) ----
     {"kernel", "reshape_and_cache_flash", "planted_int8_scales_heads_swapped", "writer=reshape_and_cache_flash"},
     // MLA routing (issue 22): the routed MLA slice of cases/default.toml kills it.
-    {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},
+    {"router", "vllm-rocm-mla-51011", "planted_mla_router_small_heads", "router_policy=vllm-rocm-mla-51011"},    // ---- issue 23 (C writer views, padding, value edges): each killed by the default suite ----
+    {"kernel", "reshape_and_cache_flash", "planted_skips_first_token", "writer=reshape_and_cache_flash"},
+    {"kernel", "reshape_and_cache_flash_hnd", "planted_flash_hnd_block_size_from_dim1",
+     "writer=reshape_and_cache_flash_hnd"},
+    {"kernel", "reshape_and_cache_flash", "planted_flash_fp8_no_clamp", "writer=reshape_and_cache_flash"},
+    {"kernel", "paged_attention_rocm", "planted_finite_max_sentinel", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_v1", "planted_v1_finite_max_sentinel", "reader=paged_attention_v1"},
+    // ---- end issue 23 (C writer views, padding, value edges) ----
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -151,6 +161,9 @@ int main(int argc, char** argv) {
   kvh::register_builtin_extension(kvh_planted_mla_writers, "planted");  // issue 22 (MLA writer)
   kvh::register_builtin_extension(kvh_planted_int8, "planted");  // issue 22 (int8)
   kvh::register_builtin_extension(kvh_planted_mla_readers, "planted");  // issue 22 (C)
+  // ---- issue 23 (C writer views, padding, value edges): planted edges ----
+  kvh::register_builtin_extension(kvh_planted_edges, "planted");
+  // ---- end issue 23 (C writer views, padding, value edges) ----
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;
