@@ -17,6 +17,9 @@ std::vector<int64_t> padding_tokens(int64_t num_tokens, uint64_t data_seed) {
     if ((both_ends && end) || rng() % 8 == 0) out.push_back(i);
   }
   if (out.empty()) out.push_back(int64_t(rng() % uint64_t(num_tokens)));  // at least one
+  // At least one real token when there are two or more: a case that writes nothing proves little.
+  if (num_tokens > 1 && int64_t(out.size()) == num_tokens)
+    out.erase(out.begin() + (num_tokens > 2 ? 1 + int64_t(rng() % uint64_t(num_tokens - 2)) : 1));
   return out;
 }
 

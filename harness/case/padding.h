@@ -13,7 +13,8 @@ namespace kvh {
 /// `num_tokens` tokens, from its data_seed alone (a stream of its own, so the
 /// slots the case draws do not move). One case in four has none; one in four
 /// has both the first and the last token as padding, plus others; the rest
-/// have at least one, each token padding with probability 1/8. Never throws.
+/// have at least one, each token padding with probability 1/8. A case of two or
+/// more tokens keeps at least one real token. Never throws.
 std::vector<int64_t> padding_tokens(int64_t num_tokens, uint64_t data_seed);
 
 }  // namespace kvh
