@@ -21,6 +21,8 @@ const char* to_string(ValueDist v) {
     case ValueDist::Normal: return "normal";
     case ValueDist::Sink: return "sink";
     case ValueDist::Large: return "large";
+    case ValueDist::LowLogits: return "low_logits";
+    case ValueDist::AwayFromZero: return "away_from_zero";
   }
   return "?";
 }
@@ -56,7 +58,7 @@ const char* to_string(KvCacheDType d) {
 std::string Case::kv_cache_dtype_name() const { return quantized_cache() ? to_string(kv_cache_dtype) : to_string(dtype); }
 
 std::optional<ValueDist> parse_value_dist(const std::string& s) {
-  for (auto v : {ValueDist::Normal, ValueDist::Sink, ValueDist::Large})
+  for (auto v : {ValueDist::Normal, ValueDist::Sink, ValueDist::Large, ValueDist::LowLogits, ValueDist::AwayFromZero})
     if (s == to_string(v)) return v;
   return std::nullopt;
 }

@@ -16,7 +16,7 @@ enum class DType { F16, BF16 };
 /// states each one's contract): Normal, the generator's uniform [-2, 2);
 /// Sink, attention-sink tokens whose logits exceed every other by more than 100;
 /// Large, K and V near the dtype's largest finite value.
-enum class ValueDist { Normal, Sink, Large };
+enum class ValueDist { Normal, Sink, Large, LowLogits, AwayFromZero };
 /// The KV cache's element type: the K/V dtype itself (16-bit), or an fp8
 /// format or int8 (symmetric, provider.h KVH_DT_I8) that writers quantize to
 /// and readers dequantize from (provider.h).

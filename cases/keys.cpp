@@ -241,7 +241,7 @@ std::vector<CaseKey> decode_keys() {
           .means("the compute units the router sees (checked in every table; used by router rows, and by the planner of an MLA case's reader)"),
       Row("high_precision", kDecode, KeyType::Integer).dflt("1").range(0, 2)
           .means("the router's high-precision mode"),
-      Row("values", kDecode, KeyType::Strings).dflt("[\"normal\"]").values({"normal", "sink", "large"})
+      Row("values", kDecode, KeyType::Strings).dflt("[\"normal\"]").values({"normal", "sink", "large", "low_logits", "away_from_zero"})
           .filter("values")
           .means("distributions of Q, K and V (harness/case/value_dist.h). Ids gain `/values=V` when not normal"),
       Row("route_boundaries", kDecode, KeyType::Boolean).dflt("false")

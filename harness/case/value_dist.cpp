@@ -33,6 +33,27 @@ void scale_all(DType dt, std::vector<uint16_t>& v, double factor, double limit) 
   }
 }
 
+// low_logits (value_dist.h): K[.., D-1] = 1024 and Q[.., D-1] = -M for every row.
+void shape_low_logits(const Case& c, std::vector<uint16_t>& query, std::vector<uint16_t>& key) {
+  const DType dt = c.dtype;
+  const int64_t D = c.head_size;
+  const double scale = c.softmax_scale > 0 ? c.softmax_scale : 1.0 / std::sqrt(double(D));
+  const double key_last = 1024.0, need = (6.06e4 / scale + 4.0 * double(D - 1)) / key_last;
+  uint16_t m = encode16(dt, float(need));
+  while (decode16(dt, m) < need) ++m;  // positive: the next bit pattern is the next larger value
+  const uint16_t q_last = encode16(dt, -float(decode16(dt, m))), k_last = encode16(dt, float(key_last));
+  for (size_t i = size_t(D - 1); i < query.size(); i += size_t(D)) query[i] = q_last;
+  for (size_t i = size_t(D - 1); i < key.size(); i += size_t(D)) key[i] = k_last;
+}
+
+// away_from_zero (value_dist.h): |x| -> 0.5 + 0.75 |x|, the sign kept (+ for 0).
+void keep_away_from_zero(DType dt, std::vector<uint16_t>& v) {
+  for (auto& e : v) {
+    const double x = decode16(dt, e);
+    e = encode16(dt, float((x < 0 ? -1.0 : 1.0) * (0.5 + 0.75 * std::fabs(x))));
+  }
+}
+
 }  // namespace
 
 SinkMagnitudes sink_key_magnitudes(int64_t head_size) {
@@ -86,6 +107,11 @@ void shape_values(const Case& c, const std::vector<int32_t>& context_lens, std::
       scale_all(dt, value, value_scale(c), f16 ? 65504.0 : 1e300);
       return;
     }
+    case ValueDist::LowLogits: return shape_low_logits(c, query, key);
+    case ValueDist::AwayFromZero:
+      keep_away_from_zero(dt, key);
+      keep_away_from_zero(dt, value);
+      return;
     case ValueDist::Sink: break;
   }
   const SinkMagnitudes mag = sink_key_magnitudes(HD);

@@ -31,6 +31,21 @@
 //           +-65504 (the fp16 maximum); bf16 K * 2^100, Q * 2^-100, V * 2^111
 //           (|v| <= 2^112; 2^15 tokens stay below FLT_MAX ~ 2^128). Scaling by
 //           powers of two is exact, so the reference is exact about it.
+//   low_logits  (issue 23) every logit of every row below -6e4 after the softmax
+//           scale (the case's softmax_scale, else 1/sqrt(head_size)), finite:
+//           the last dim of every K row is 1024 and that of every query row
+//           -M, M the smallest 16-bit value >= (6.06e4 / scale + 4 (D - 1)) / 1024
+//           (|q_d k_d| <= 4 elsewhere), so that a running max that starts at a
+//           finite sentinel above -6e4 (-5e4, "minus infinity" in fp16 habits)
+//           never moves and exp underflows to 0 for every token. The other
+//           dims keep their values, so logits still differ from token to token;
+//           the float64 reference is exact (softmax is shift-invariant; the
+//           logits are about -6e4 to -6.5e4 at scale 1/sqrt(D), where float32's
+//           ulp is 2^-8). Meant without soft-cap and sinks (a cap bounds the
+//           logits; a sink logit lifts the max).
+//   away_from_zero  (issue 23) K and V kept away from zero, for quantizers
+//           whose range must not include it: x -> sign(x) (0.5 + 0.75 |x|), so
+//           |x| in [0.5, 2] with the drawn sign (+ for 0). Q unchanged.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -241,3 +241,56 @@ TEST(ValueDist, QueryStartLocThatDisagreesWithTheQueryOrTheBatchThrows) {
 
 }  // namespace
 }  // namespace kvh
+
+namespace kvh {
+namespace {
+
+// low_logits (issue 23): every logit of every query head's row, in double on the 16-bit values,
+// below -6e4 and finite, at every head size and both dtypes, and the logits still differ between
+// tokens. Known-bad input: the normal distribution's logits are all above -6e4.
+TEST(ValueDist, LowLogitsPutsEveryLogitOfEveryRowBelowMinus6e4) {
+  for (DType dt : {DType::F16, DType::BF16})
+    for (int64_t hd : {64, 128, 256}) {
+      const Case c = decode_case(8, 2, hd, dt, ValueDist::LowLogits, {1, 37});
+      const Tensors t = shaped(c);
+      Case n = c;
+      n.values = ValueDist::Normal;
+      const Tensors u = shaped(n);
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t h = 0; h < 8; ++h) {
+          const std::vector<double> l = logits(c, t, i, h), normal = logits(n, u, i, h);
+          for (double x : l) {
+            EXPECT_LT(x, -6e4) << c.id() << " seq " << i << " head " << h;
+            EXPECT_GT(x, -7e4) << "finite and near the edge: float32's ulp there is 2^-8";
+          }
+          for (double x : normal) EXPECT_GT(x, -6e4) << "the known-bad input has a logit above -6e4";
+          if (l.size() > 1) EXPECT_NE(*std::min_element(l.begin(), l.end()), *std::max_element(l.begin(), l.end()));
+        }
+      EXPECT_EQ(t.v, u.v) << "V is not touched";
+    }
+}
+
+// away_from_zero (issue 23): |K|, |V| in [0.5, 2], the drawn sign kept; Q untouched.
+// Known-bad input: the normal draw has elements below 0.5 in magnitude.
+TEST(ValueDist, AwayFromZeroKeepsKAndVAtLeastHalfAwayFromZero) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    const Case c = decode_case(4, 2, 128, dt, ValueDist::AwayFromZero, {40, 3});
+    Case n = c;
+    n.values = ValueDist::Normal;
+    const Tensors t = shaped(c), u = shaped(n);
+    EXPECT_EQ(t.q, u.q);
+    int near_zero = 0;
+    for (size_t i = 0; i < t.k.size(); ++i)
+      for (auto [shaped_e, raw_e] : {std::pair{t.k[i], u.k[i]}, std::pair{t.v[i], u.v[i]}}) {
+        const double x = decode16(dt, shaped_e), raw = decode16(dt, raw_e);
+        EXPECT_GE(std::fabs(x), 0.5);
+        EXPECT_LE(std::fabs(x), 2.0);
+        EXPECT_EQ(x < 0, raw < 0);
+        near_zero += std::fabs(raw) < 0.5;
+      }
+    EXPECT_GT(near_zero, 0) << "the known-bad input has elements near zero";
+  }
+}
+
+}  // namespace
+}  // namespace kvh

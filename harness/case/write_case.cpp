@@ -20,6 +20,7 @@
 #include "case/kv_scales.h"
 #include "case/launch_configs.h"  // issue 23 (D)
 #include "case/mla_inputs.h"
+#include "case/padding.h"
 #include "case/values.h"
 #include "case/views.h"
 #include "check/write_check.h"
@@ -40,8 +41,6 @@ std::vector<int64_t> make_slots(const Case& c, int64_t num_blocks, std::mt19937_
   std::iota(all.begin(), all.end(), first * c.block_size);
   std::shuffle(all.begin(), all.end(), rng);
   std::vector<int64_t> slots(all.begin(), all.begin() + n);
-  for (int64_t i = 0; i < n; ++i)
-    if (i % 8 == 3) slots[size_t(i)] = -1;  // padding tokens: write nothing
   return slots;
 }
 
@@ -108,6 +107,8 @@ bool plan(WriteCase& d, const Registry& registry) {
   std::mt19937_64 rng(d.r.data_seed);
   rng.discard(4);
   d.slots = make_slots(c, d.g.num_blocks * d.g.block_size / c.block_size, rng);  // in manager blocks
+  d.r.padding_tokens = padding_tokens(c.batch_size, d.r.data_seed);
+  for (int64_t i : d.r.padding_tokens) d.slots[size_t(i)] = -1;  // padding tokens: write nothing
   return true;
 }
 

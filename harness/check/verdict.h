@@ -91,6 +91,7 @@ struct CaseResult {
   std::vector<std::string> expectations;  // sources of the declarations that matched this case (file:line)
   std::vector<int32_t> context_lens;      // attention/pipeline: the drawn per-sequence lengths
   std::vector<int32_t> query_lens;        // ragged cases: the drawn per-sequence query lengths (empty: decode)
+  std::vector<int64_t> padding_tokens;    // write cases: the token indices whose slot_mapping entry is -1
   double wall_ms = 0;
   PhaseTimes phases{};                    // ms per phase (phases.h); they add up to about wall_ms
   double reference_ms = 0;                // attention/pipeline: wall ms of the float64 attention reference,

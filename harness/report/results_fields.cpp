@@ -340,6 +340,11 @@ std::vector<ResultsField> make_results_fields() {
        [](R r) { return is_write(r) || r.query_lens.empty() ? json(nullptr) : json(r.query_lens); },
        [](In f, Out o) { o.query_lens = f.list<int32_t>(); },
        "the per-sequence query lengths that ran; null for writes and decode cases"},
+      {"padding_tokens", kResult, kNullable, kOptional,
+       [](R r) { return r.padding_tokens.empty() ? json(nullptr) : json(r.padding_tokens); },
+       [](In f, Out o) { o.padding_tokens = f.list<int64_t>(); },
+       "write cases: the token indices whose slot_mapping entry is -1 (padding, drawn per case: "
+       "harness/case/padding.h); null when none, and for attention and pipeline cases"},
       {"given_query_lens", kCase, kNullable, kOptional,
        [](R r) { return r.c.query_lens.empty() ? json(nullptr) : json(r.c.query_lens); },
        [](In f, Out o) { o.c.query_lens = f.list<int64_t>(); },

@@ -97,6 +97,7 @@ CaseResult every_field_set() {
   cr.expectations = {"x.toml:9"};
   cr.context_lens = {17, 300};
   cr.query_lens = {3, 200};
+  cr.padding_tokens = {0, 5, 63};
   cr.wall_ms = 12.5;
   cr.reference_ms = 7.25;
   for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = 0.5 + p;

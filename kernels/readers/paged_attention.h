@@ -128,6 +128,9 @@ struct CorrectVariant {
   static KVH_HD float add_exp_sum(float total, float weight) { return total + weight; }
   /// The stride of the reduce's loop over head_size: the block's threads (blockDim.x).
   static KVH_HD int reduce_dim_stride(int threads) { return threads; }
+  /// The running max's starting value: -inf (issue 23: a finite sentinel such as -5e4 is
+  /// wrong once every logit of a row is below it; `values = "low_logits"` cases have such rows).
+  static KVH_HD float running_max_init() { return -INFINITY; }
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -228,7 +231,7 @@ __global__ void __launch_bounds__(kPaThreads) paged_attention_partition_kernel(A
     const int L = floor_pow2(nt / nh < warpSize ? nt / nh : warpSize);
     const int j = tid / L, lane_h = tid % L;
     float* l = logits + (j < nh ? j : 0) * P;
-    float m = -INFINITY;
+    float m = Variant::running_max_init();
     if (j < nh)
       for (int i = lane_h; i < n; i += L) m = fmaxf(m, l[i]);
     m = group_reduce(m, Variant::reduce_width(L), MaxOp{});  // every lane takes part in the shuffles

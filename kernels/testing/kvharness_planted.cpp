@@ -35,6 +35,9 @@ extern "C" const kvh_kernel_desc* kvh_planted_long_context(int32_t* count);
 // ---- issue 23 (D launch configurations): planted launch-configuration readers ----
 extern "C" const kvh_kernel_desc* kvh_planted_launch_configs(int32_t* count);
 // ---- end issue 23 (D launch configurations) ----
+// ---- issue 23 (C writer views, padding, value edges): planted edge writers and readers ----
+extern "C" const kvh_kernel_desc* kvh_planted_edges(int32_t* count);
+// ---- end issue 23 (C writer views, padding, value edges) ----
 
 namespace kvh {
 int cli_main(int argc, char** argv);
@@ -140,6 +143,14 @@ const Mutant kMutants[] = {
     // ---- issue 23 (D launch configurations): killed by the default suite's launch_configs slice ----
     {"kernel", "paged_attention_rocm", "planted_reduce_assumes_128_threads", "reader=paged_attention_rocm;"},
     // ---- end issue 23 (D launch configurations) ----
+    // ---- issue 23 (C writer views, padding, value edges): each killed by the default suite ----
+    {"kernel", "reshape_and_cache_flash", "planted_skips_first_token", "writer=reshape_and_cache_flash"},
+    {"kernel", "reshape_and_cache_flash_hnd", "planted_flash_hnd_block_size_from_dim1",
+     "writer=reshape_and_cache_flash_hnd"},
+    {"kernel", "reshape_and_cache_flash", "planted_flash_fp8_no_clamp", "writer=reshape_and_cache_flash"},
+    {"kernel", "paged_attention_rocm", "planted_finite_max_sentinel", "reader=paged_attention_rocm;"},
+    {"kernel", "paged_attention_v1", "planted_v1_finite_max_sentinel", "reader=paged_attention_v1"},
+    // ---- end issue 23 (C writer views, padding, value edges) ----
 };
 
 // Planted kernels that are not mutants, and why (--list-mutants fails on any other unlisted one,
@@ -180,6 +191,9 @@ int main(int argc, char** argv) {
   // ---- issue 23 (D launch configurations) ----
   kvh::register_builtin_extension(kvh_planted_launch_configs, "planted");
   // ---- end issue 23 (D launch configurations) ----
+  // ---- issue 23 (C writer views, padding, value edges): planted edges ----
+  kvh::register_builtin_extension(kvh_planted_edges, "planted");
+  // ---- end issue 23 (C writer views, padding, value edges) ----
   kvh::testing::register_planted_routers();
   if (argc == 2 && std::strcmp(argv[1], "--list-mutants") == 0) {
     const kvh::Registry reg;
