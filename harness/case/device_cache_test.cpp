@@ -293,7 +293,7 @@ TEST(SparseArenaDeathTest, AnUntouchedPageFaults) {
   volatile uint8_t* st = a.storage();
   st[(L.key.offset + 70000 * L.key.stride[0]) * 2] = 1;  // touched
   // Page 70000 mod 65,536 = 4,464: where a 16-bit block id reads.
-  EXPECT_EXIT((void)st[(L.key.offset + 4464 * L.key.stride[0]) * 2], ::testing::KilledBySignal(SIGSEGV), "");
+  EXPECT_EXIT((void)st[(L.key.offset + 4464 * L.key.stride[0]) * 2], device::died_of_unbacked_access, "");
 }
 
 }  // namespace

@@ -13,9 +13,12 @@
 //              the default on GPUs). Where the API is missing or refuses, a
 //              plain allocation of the whole range (every byte backed).
 #pragma once
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include <sys/wait.h>
 
 namespace kvh::device {
 
@@ -78,5 +81,17 @@ class SparseBuffer {
   std::vector<uint64_t> handles_;
   void* fallback_ = nullptr;
 };
+
+/// For death tests (cpu backend): whether a child's wait status `status` is
+/// the death of an access to an unbacked page: SIGSEGV, or SIGABRT under
+/// AddressSanitizer, whose SEGV handler reports and then aborts
+/// (abort_on_error=1, the asan test preset's ASAN_OPTIONS).
+inline bool died_of_unbacked_access(int status) {
+  if (!WIFSIGNALED(status)) return false;
+#if defined(__SANITIZE_ADDRESS__)
+  if (WTERMSIG(status) == SIGABRT) return true;
+#endif
+  return WTERMSIG(status) == SIGSEGV;
+}
 
 }  // namespace kvh::device
