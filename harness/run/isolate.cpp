@@ -206,6 +206,12 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
       rep.stopped_because = fmt::format("--fail-fast: case {} failed unexpectedly", cases[i].id());
       stopped = true;
     }
+    // A partial report on disk while the worker runs (one worker may run the whole suite):
+    // a SIGKILL of this process loses nothing already judged.
+    if (now_s() - last_flush > o.flush_seconds && !stopped) {
+      write_report_files(rep, o.report_dir);
+      last_flush = now_s();
+    }
   };
   for (const auto& group : groups) {
     size_t next = 0;  // the group's first undecided case
