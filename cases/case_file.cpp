@@ -832,6 +832,23 @@ void check_derived_tolerance(const Ctx& c, const toml::table& t, const Case& k) 
 }
 // ---- end issue 23 (B long contexts) ----
 
+// `values = "low_logits"` (harness/case/value_dist.h) is sound only where it was measured: bf16
+// outputs under the dtype tolerance, without a soft-cap (which lifts every logit above -cap, so a
+// finite -5e4 sentinel no longer bites) or sinks (a sink lifts the row's max the same way). fp16
+// outputs of logits near -6e4 carry float32 rounding of 2^-8 of a logit: correct readers miss
+// fp16's atol (issue 23's attack: 24 of 60 fp16 cases of five correct readers).
+void check_low_logits(const Ctx& c, const toml::table& t, const Case& k) {
+  const char* why = k.dtype != DType::BF16 ? "an fp16 output (float32 logits near -6e4 round by 2^-8: use bf16)"
+                    : k.derived_tolerance  ? "tolerance = \"derived\" (its bound assumes logits of moderate size)"
+                    : k.softcap > 0.0      ? "a soft-cap (it lifts every logit above -softcap)"
+                    : k.sinks              ? "sinks (a sink lifts the row's max above the low logits)"
+                                           : nullptr;
+  if (why)
+    c.fail(node_of(c, t, "values"), "values",
+           fmt::format("\"low_logits\" is for bf16 outputs without soft-cap or sinks; this table makes {} ({})", why,
+                       k.id()));
+}
+
 void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std::map<std::string, ModelPreset>& models,
                    const std::vector<int64_t>& seeds, std::vector<Case>& out, std::vector<ExpectedFailure>& expected) {
   const std::string table = to_string(kind);
@@ -966,6 +983,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 k.min_block_id = min_block_id;
                 k.derived_tolerance = derived_tolerance;
                 if (derived_tolerance) check_derived_tolerance(c, t, k);
+                if (vd == ValueDist::LowLogits) check_low_logits(c, t, k);
                 k.seed = uint64_t(seed);
                 k.query_len_min = ql.min, k.query_len_max = ql.max, k.query_mixed = ql.mixed;
                 if (qlist && ragged) {

@@ -508,6 +508,20 @@ TEST(CaseFile, DerivedToleranceKey) {
   testing::expect_error(head + "dtypes = [\"fp16\"]\nkv_cache_dtype = [\"fp8_e4m3fn\"]\ntolerance = \"derived\"\n",
                         "this table makes an fp8 or int8 cache");
 }
+
+// low_logits where it was measured sound (bf16, no soft-cap, no sinks); refused elsewhere at `values`.
+TEST(CaseFile, LowLogitsOnlyWhereSound) {
+  const std::string head = "[[attention]]\nmodels = [\"gemma-2-9b\"]\ntp = 2\nlayouts = [\"kv_first\"]\n"
+                           "batch_sizes = [2]\ncontext_lens = [1, 300]\nblock_sizes = [16]\n"
+                           "readers = [\"paged_attention_rocm\"]\nvalues = [\"low_logits\"]\n";
+  EXPECT_EQ(parse_case_text(head + "dtypes = [\"bf16\"]\n", "t.toml").size(), 1u);
+  testing::expect_error(head + "dtypes = [\"fp16\"]\n",
+                        "bad.toml:9: field 'values': \"low_logits\" is for bf16 outputs without soft-cap or sinks; "
+                        "this table makes an fp16 output");
+  testing::expect_error(head + "dtypes = [\"bf16\"]\nsoftcap = 30.0\n", "this table makes a soft-cap");
+  testing::expect_error(head + "dtypes = [\"bf16\"]\nsinks = true\n", "this table makes sinks");
+  testing::expect_error(head + "dtypes = [\"fp16\"]\ntolerance = \"derived\"\n", "field 'values'");
+}
 }  // namespace
 }  // namespace kvh
 // ---- end issue 23 (B long contexts) ----
