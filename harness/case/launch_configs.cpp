@@ -37,6 +37,13 @@ std::vector<Case> expand_launch_configs(const Case& c, const Registry& reg) {
     if (!k->launch_config(name))
       fail(fmt::format("{} '{}' declares no launch configuration '{}'; it declares: {}", role, k->name, name,
                        declared(*k)));
+    // A table's partition_size is what the reader gets; a configuration that sets its own would
+    // run under the table's value with the configuration's name (two names, one launch).
+    for (const auto& [key, value] : parse_launch_params(k->launch_config(name)->params))
+      if (key == "partition_size" && c.partition_size > 0)
+        fail(fmt::format("configuration '{}' of {} '{}' sets partition_size={}, and the table sets "
+                         "partition_size = {}: the table's would win; drop one",
+                         name, role, k->name, value, c.partition_size));
     Case e = c;
     e.launch_configs.clear();
     e.launch_config = name;

@@ -74,6 +74,10 @@ TEST(LaunchConfigs, AllExpandsToEveryDeclaredConfigurationInOrderWithItsNameInTh
 
 TEST(LaunchConfigs, AnUnknownNameNamesFileLineFieldAndTheDeclaredOnes) {
   const Registry reg;
+  // A configuration's partition_size against the table's (the table's would silently win).
+  EXPECT_EQ(error_of(table("paged_attention_rocm", "partition_size = 64\nlaunch_configs = \"all\"\n"), reg),
+            "cfg.toml:13: field 'launch_configs': configuration 't128' of reader 'paged_attention_rocm' sets "
+            "partition_size=256, and the table sets partition_size = 64: the table's would win; drop one");
   EXPECT_EQ(error_of(table("paged_attention_rocm", "launch_configs = [\"t64\", \"t32\"]\n"), reg),
             "cfg.toml:12: field 'launch_configs': reader 'paged_attention_rocm' declares no launch configuration "
             "'t32'; it declares: t128, t64, t64_ps512");
