@@ -220,8 +220,11 @@ void add_case(const Ctx& c, const toml::table& t, std::vector<Case>& out, Case&&
                                                    : k.batch_size * k.context_len_max + (k.min_block_id - 1) * k.block_size;
   // MLA: one latent row (head_size = kv_lora_rank + qk_rope_head_dim) a token, no separate V.
   const int64_t bytes = tokens * k.num_kv_heads * k.head_size * 2 * (k.mla() ? 1 : 2);  // each factor <= 2^36, 2^12, 2^10
+  // Blame the key that makes most of the tokens, at its own line.
+  const bool by_min_block = k.kind != CaseKind::Write && (k.min_block_id - 1) * k.block_size > k.batch_size * k.context_len_max;
+  const char* field = k.kind == CaseKind::Write ? "num_tokens" : by_min_block ? "min_block_id" : "batch_sizes";
   if (k.layout != Scheme::Large && bytes > kMaxKvCacheBytes)
-    c.fail(t, k.kind == CaseKind::Write ? "num_tokens" : "batch_sizes",
+    c.fail(node_of(c, t, field), field,
            fmt::format("{} tokens x {} kv heads x head size {} need {} GiB of {} cache; at most {} GiB per case",
                        tokens, k.num_kv_heads, k.head_size, bytes >> 30, k.mla() ? "latent" : "K/V",
                        kMaxKvCacheBytes >> 30));
