@@ -339,10 +339,6 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
         rep.stopped_because = fmt::format("--isolate: a worker process failed to start: {}", death_of(status));
         stopped = true;
       }
-      if (now_s() - last_flush > o.flush_seconds && !stopped) {
-        write_report_files(rep, o.report_dir);
-        last_flush = now_s();
-      }
     }
     if (stopped) break;
   }
