@@ -305,15 +305,23 @@ inline AttentionParams make_ragged_attention_params(const kvh_attention_args& a,
 /// Calls fn(T{}, C{}) with the query's element type T (fp16_t / bf16_t) and
 /// the cache-element policy C of a's caches (cache_fp8.h: Cache16<T>, CacheFp8<fnuz>, CacheInt8).
 /// kFnuzAsFnuz false decodes an e4m3fnuz cache as e4m3fn (the fixture's bug).
+/// k16BitOnly instantiates the 16-bit policies only and returns hipErrorInvalidValue
+/// for an fp8 or int8 cache (planted readers that declare no fp8/int8 capability).
 /// Call after check_attention_args.
-template <bool kFnuzAsFnuz = true, class Fn> int with_reader_types(const kvh_attention_args& a, Fn&& fn) {
+template <bool kFnuzAsFnuz = true, bool k16BitOnly = false, class Fn>
+int with_reader_types(const kvh_attention_args& a, Fn&& fn) {
   const bool f16 = a.query.dtype == KVH_DT_F16;
-  switch (a.key_cache.dtype) {
-    case KVH_DT_FP8_E4M3FN: return f16 ? fn(fp16_t{}, CacheFp8<false>{}) : fn(bf16_t{}, CacheFp8<false>{});
-    case KVH_DT_FP8_E4M3FNUZ:
-      return f16 ? fn(fp16_t{}, CacheFp8<kFnuzAsFnuz>{}) : fn(bf16_t{}, CacheFp8<kFnuzAsFnuz>{});
-    case KVH_DT_I8: return f16 ? fn(fp16_t{}, CacheInt8{}) : fn(bf16_t{}, CacheInt8{});
-    default: return f16 ? fn(fp16_t{}, Cache16<fp16_t>{}) : fn(bf16_t{}, Cache16<bf16_t>{});
+  if constexpr (k16BitOnly) {
+    if (a.key_cache.dtype != KVH_DT_F16 && a.key_cache.dtype != KVH_DT_BF16) return hipErrorInvalidValue;
+    return f16 ? fn(fp16_t{}, Cache16<fp16_t>{}) : fn(bf16_t{}, Cache16<bf16_t>{});
+  } else {  // a discarded branch is not instantiated: the policies below cost nothing above
+    switch (a.key_cache.dtype) {
+      case KVH_DT_FP8_E4M3FN: return f16 ? fn(fp16_t{}, CacheFp8<false>{}) : fn(bf16_t{}, CacheFp8<false>{});
+      case KVH_DT_FP8_E4M3FNUZ:
+        return f16 ? fn(fp16_t{}, CacheFp8<kFnuzAsFnuz>{}) : fn(bf16_t{}, CacheFp8<kFnuzAsFnuz>{});
+      case KVH_DT_I8: return f16 ? fn(fp16_t{}, CacheInt8{}) : fn(bf16_t{}, CacheInt8{});
+      default: return f16 ? fn(fp16_t{}, Cache16<fp16_t>{}) : fn(bf16_t{}, Cache16<bf16_t>{});
+    }
   }
 }
 

@@ -104,6 +104,10 @@ struct CorrectVariant {
   }
   /// Whether an e4m3fnuz cache is decoded as e4m3fnuz (it must be; the fixture reads it as e4m3fn).
   static constexpr bool kFnuzAsFnuz = true;
+  /// Whether only 16-bit caches are instantiated: a planted reader whose capabilities
+  /// refuse fp8 and int8 caches sets it, so its build does not pay for six element
+  /// policies it can never run (an fp8 or int8 cache then returns hipErrorInvalidValue).
+  static constexpr bool k16BitCachesOnly = false;
   /// Score modifiers (ScoreModifiers): the logit of unmasked token t of local query head h,
   /// from the scaled score s (soft-cap, then ALiBi).
   static KVH_HD float logit(const AttentionParams& a, float s, int h, int t, int ctx) { return a.mods.logit(s, h, t, ctx); }
@@ -131,6 +135,13 @@ struct CorrectVariant {
   /// The running max's starting value: -inf (issue 23: a finite sentinel such as -5e4 is
   /// wrong once every logit of a row is below it; `values = "low_logits"` cases have such rows).
   static KVH_HD float running_max_init() { return -INFINITY; }
+};
+
+/// Variant built for 16-bit caches only (k16BitCachesOnly): for a planted reader whose
+/// capabilities refuse fp8 and int8 caches, a quarter of the kernel instances to compile.
+template <class Variant>
+struct Only16BitCaches : Variant {
+  static constexpr bool k16BitCachesOnly = true;
 };
 
 /// Split-K state: partition size and the workspace arrays (see top of file).
@@ -402,7 +413,7 @@ int launch_paged_attention(const kvh_attention_args& a, void* stream) {
   AttentionParams p = make_attention_params(a, kFormat);
   Variant::adjust_params(p, a);
   const hipStream_t st = static_cast<hipStream_t>(stream);
-  return with_reader_types<Variant::kFnuzAsFnuz>(a, [&](auto t, auto c) {
+  return with_reader_types<Variant::kFnuzAsFnuz, Variant::k16BitCachesOnly>(a, [&](auto t, auto c) {
     return int(launch_paged_attention_typed<decltype(t), decltype(c), kFormat, Variant>(p, sk, num_seqs, threads, st));
   });
 }

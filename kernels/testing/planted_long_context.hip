@@ -33,7 +33,7 @@ struct ReduceFp16ExpSum : CorrectVariant {
 
 template <class Variant>
 int planted(const kvh_attention_args* a, void* stream) {
-  return kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, Variant>(*a, stream);
+  return kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, kvh::kernels::Only16BitCaches<Variant>>(*a, stream);
 }
 
 uint64_t workspace(const kvh_attention_args* a) { return kvh::kernels::paged_attention_workspace_bytes(*a); }

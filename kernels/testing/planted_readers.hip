@@ -180,9 +180,16 @@ struct SinkEveryPartition : CorrectVariant {
 };
 // ---- end issue 23 (E) ----
 
+// The readers below declare no fp8 or int8 capability (kCaps): built for 16-bit caches only.
 template <class Variant, int kFormat = KVH_CACHE_SHUFFLE>
 int planted(const kvh_attention_args* a, void* stream) {
-  return kvh::kernels::launch_paged_attention<kFormat, Variant>(*a, stream);
+  return kvh::kernels::launch_paged_attention<kFormat, kvh::kernels::Only16BitCaches<Variant>>(*a, stream);
+}
+
+// The fp8-scale readers (kFp8Caps): every cache element policy.
+template <class Variant>
+int planted_fp8(const kvh_attention_args* a, void* stream) {
+  return kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, Variant>(*a, stream);
 }
 
 uint64_t workspace(const kvh_attention_args* a) { return kvh::kernels::paged_attention_workspace_bytes(*a); }
@@ -216,16 +223,16 @@ kvh_kernel_desc fp8_reader(const char* name, const char* description) {
 }
 
 const kvh_kernel_desc kPlanted[] = {
-    fp8_reader<planted<ScaleHeadByQueryHead>>(
+    fp8_reader<planted_fp8<ScaleHeadByQueryHead>>(
         "planted_scale_head_by_query_head",
         "PLANTED BUG (fp8, head scales): kv head kv's scale read at index kv * group (a query head's index)"),
-    fp8_reader<planted<ScaleBlockByLogical>>(
+    fp8_reader<planted_fp8<ScaleBlockByLogical>>(
         "planted_scale_block_by_logical",
         "PLANTED BUG (fp8, block scales): indexed by the sequence's logical block, not the physical block id"),
-    fp8_reader<planted<ScaleTokenSwapped>>(
+    fp8_reader<planted_fp8<ScaleTokenSwapped>>(
         "planted_scale_token_swapped",
         "PLANTED BUG (fp8, token scales): [blocks, kv heads, block_size] indexed as [blocks, block_size, kv heads]"),
-    fp8_reader<planted<ScaleDroppedOnV>>("planted_scale_dropped_on_v",
+    fp8_reader<planted_fp8<ScaleDroppedOnV>>("planted_scale_dropped_on_v",
                                          "PLANTED BUG (fp8, tensor scale): the V path does not apply its scale"),
     reader<planted<DropTailPartition>>(
         "planted_drop_tail_partition",
