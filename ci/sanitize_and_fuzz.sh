@@ -25,10 +25,10 @@ if [ "${KVH_SKIP_ASAN:-0}" != 1 ]; then
   start=$SECONDS
   cmake --preset asan
   cmake --build --preset asan -j "$jobs"
-  echo "sanitize: asan build $((SECONDS - start)) s"
+  echo "sanitize: asan build $((SECONDS - start)) s" | tee -a "${KVH_CI_TIMES:-/dev/null}"
   start=$SECONDS
   ctest --preset asan -j "$jobs"
-  echo "sanitize: asan ctest $((SECONDS - start)) s"
+  echo "sanitize: asan ctest $((SECONDS - start)) s" | tee -a "${KVH_CI_TIMES:-/dev/null}"
 fi
 
 if [ "${KVH_SKIP_FUZZ:-0}" != 1 ]; then
@@ -36,7 +36,7 @@ if [ "${KVH_SKIP_FUZZ:-0}" != 1 ]; then
   start=$SECONDS
   cmake -S fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-19
   cmake --build build/fuzz -j "$jobs"
-  echo "fuzz: build $((SECONDS - start)) s"
+  echo "fuzz: build $((SECONDS - start)) s" | tee -a "${KVH_CI_TIMES:-/dev/null}"
   mkdir -p build/fuzz/artifacts
   for target in case_file_fuzz filter_fuzz; do
     name=${target%_fuzz}

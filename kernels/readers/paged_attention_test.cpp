@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kvh_runtime.h"
+#include "readers/paged_attention.h"
 #include "testing/attention_check.h"
 
 namespace kvh::testing {
@@ -147,6 +148,35 @@ TEST(PagedAttention, RejectsBadArgumentsWithoutLaunching) {
     fx.out = poisoned;
   }
   EXPECT_EQ(reader.attention(&fx.args, nullptr), hipSuccess) << "the unmutated arguments are valid";
+}
+
+// A variant built for 16-bit caches only (the planted readers that declare no fp8/int8
+// capability) refuses an fp8 or int8 cache before any launch, and runs a 16-bit one.
+TEST(PagedAttention, SixteenBitOnlyVariantRefusesOtherCachesWithoutLaunching) {
+  using Only16 = kvh::kernels::Only16BitCaches<kvh::kernels::CorrectVariant>;
+  const Kernel& reader = builtin_reader("paged_attention_rocm");
+  AttentionCase c;
+  AttentionArgsFixture fx = make_attention_args(c);
+  fx.workspace.assign(reader.workspace_bytes(&fx.args) / 4, 0.f);
+  fx.args.workspace = fx.workspace.data();
+  fx.args.workspace_bytes = fx.workspace.size() * 4;
+  const std::vector<uint16_t> poisoned = fx.out;
+  for (kvh_dtype d : {KVH_DT_FP8_E4M3FN, KVH_DT_FP8_E4M3FNUZ, KVH_DT_I8}) {
+    kvh_attention_args a = fx.args;
+    a.key_cache.dtype = a.value_cache.dtype = d;
+    a.key_cache.shape[4] = a.value_cache.shape[4] = 16;  // x = 16 bytes of 1-byte elements
+    a.key_cache.shape[2] = c.head_size / 16, a.value_cache.shape[2] = c.block_size / 16;
+    EXPECT_EQ((kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, Only16>(a, nullptr)), hipErrorInvalidValue)
+        << "cache dtype " << int(d);
+    EXPECT_EQ(fx.out, poisoned) << "cache dtype " << int(d) << ": out changed";
+    // Valid otherwise: the correct variant runs them (1-byte elements in a 2-byte buffer, strides unchanged).
+    EXPECT_EQ((kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, kvh::kernels::CorrectVariant>(a, nullptr)),
+              hipSuccess)
+        << "cache dtype " << int(d);
+    fx.out = poisoned;
+  }
+  EXPECT_EQ((kvh::kernels::launch_paged_attention<KVH_CACHE_SHUFFLE, Only16>(fx.args, nullptr)), hipSuccess);
+  EXPECT_NE(fx.out, poisoned) << "the 16-bit cache ran";
 }
 
 // The budget: 16 seqs x 8 heads x 2k context, head_size 128, "well under a second".
