@@ -10,11 +10,13 @@
 #include <iostream>
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
 
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
 #include "case/attention_case.h"
@@ -26,6 +28,7 @@
 #include "filter.h"
 #include "keys.h"
 #include "model.h"
+#include "route_boundaries.h"
 #include "run/isolate.h"
 #include "run/runner.h"
 #include "run/shard.h"
@@ -265,6 +268,35 @@ std::string decode_memory_refusal(const std::vector<Case>& cases, const Registry
                      why);
 }
 
+// On the cpu backend, a decode case without `target` routes and plans with this host's kernel
+// workers (its core count, KVH_HOST_WORKERS) as compute units, so the same case file could route
+// one way on a 2-core machine and another on a 16-core one. Warns once, at the first case whose
+// router or reader reads them (an aiter policy, an MLA policy, a provider's router, a reader with
+// a planner; the vLLM unified rules do not), with how many cases do.
+void warn_host_compute_units(const std::vector<Case>& cases, const Registry& reg) {
+  const device::Info i = device::info();
+  if (i.backend != "cpu") return;
+  const Case* first = nullptr;
+  size_t n = 0;
+  for (const Case& c : cases) {
+    if (c.kind == CaseKind::Write || !c.target.empty()) continue;
+    const Kernel* k = c.router_policy.empty() ? reg.find(c.reader) : nullptr;
+    const bool reads_compute_units = c.router_policy.empty() ? k && k->plan : !unified_rule_of(c.router_policy);
+    if (!reads_compute_units) continue;
+    if (!first) first = &c;
+    ++n;
+  }
+  if (!first) return;
+  fmt::print(stderr,
+             "kvharness: warning: {}: {} without a `target`: on the cpu backend it takes this host's {} kernel "
+             "workers as compute units, so another machine may route or plan it otherwise; give the table a target "
+             "(target = \"MI300X\", or cus=N){}\n",
+             first->source,
+             first->router_policy.empty() ? "the reader " + first->reader + " plans"
+                                          : "router " + first->router_policy + " routes",
+             i.compute_units, n > 1 ? fmt::format(" ({} cases like it)", n) : "");
+}
+
 // The command line: every subcommand and the variables its options fill. Built in
 // place and never moved (CLI11 binds the options to these members).
 struct Cli {
@@ -287,6 +319,8 @@ struct Cli {
   compare::Options co;
   std::vector<std::string> merge_inputs;
   std::string merge_out;
+  // when kvharness started: the wall time a run prints at its end
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // the command line as parsed (after the bisect-run rewrite)
   std::vector<std::string> rewritten;
   std::vector<char*> rewritten_argv;
@@ -392,7 +426,7 @@ void add_compare_and_merge(Cli& k) {
                  "difference (--fail-on), 2 an unreadable or non-results input");
   cmp->add_option("A", k.cmp_a, "results.json (or its report directory) of the first run")->required();
   cmp->add_option("B", k.cmp_b, "results.json (or its report directory) of the second run")->required();
-  cmp->add_option("--filter", k.co.filter, "compare only the cases this matches (the filter language of run)");
+  cmp->add_option("--filter,-f", k.co.filter, "compare only the cases this matches (the filter language of run)");
   cmp->add_option("--fail-on", k.cmp_fail_on,
                   "exit 1 on: regressions (good in A, FAIL/CRASH/XPASS in B; slower cases with "
                   "--kernel-us-threshold), changes (also any verdict or reason change), any (also cases of one run "
@@ -410,6 +444,14 @@ void add_compare_and_merge(Cli& k) {
                "shards of --shard; exit as `run` would for the merged run, 2 for inputs that do not fit together");
   merge->add_option("inputs", k.merge_inputs, "results.json files or report directories")->required();
   merge->add_option("-o,--output", k.merge_out, "report directory of the merged run")->required();
+}
+
+// `bisect-run` in `kvharness --help` and among the names "did you mean" offers. It is never parsed
+// as itself: rewrite_bisect_run makes it `run` first, so `kvharness bisect-run --help` is run's help.
+void add_bisect_run(Cli& k) {
+  k.app.add_subcommand("bisect-run", "for `git bisect run`: `run --bisect --fail-fast --no-progress ARGS` (run's "
+                                     "options; exit 0 good, 1 bad, 125 skip, 128+ abort)")
+      ->allow_extras();
 }
 
 // `kvharness bisect-run ARGS` is `kvharness run --bisect --fail-fast --no-progress ARGS`: for `git bisect run`.
@@ -439,11 +481,91 @@ std::vector<std::string> default_case_files() {
   return files;
 }
 
+// The values of option `opt` (--provider, --replace-router) in a recorded command line.
+std::vector<std::string> option_values(const std::string& command_line, const std::string& opt) {
+  std::vector<std::string> words, out;
+  for (size_t at = 0; at < command_line.size();) {
+    const size_t end = std::min(command_line.find(' ', at), command_line.size());
+    if (end > at) words.push_back(command_line.substr(at, end - at));
+    at = end + 1;
+  }
+  for (size_t i = 0; i < words.size(); ++i)
+    if (words[i] == opt && i + 1 < words.size())
+      out.push_back(words[++i]);
+    else if (words[i].rfind(opt + "=", 0) == 0)
+      out.push_back(words[i].substr(opt.size() + 1));
+  return out;
+}
+
+// One side of what decides a run's verdicts besides the code, as compare prints it.
+struct RunSetup {
+  std::vector<std::string> case_files, providers, substitutions;
+};
+
+// A results.json's case files, providers (its "providers" field where it has one, else its command
+// line's --provider) and substitutions (replaced_kernels, and --replace-router of its command line).
+RunSetup setup_of(const nlohmann::json& j) {
+  RunSetup s;
+  auto strings = [](const nlohmann::json& v, std::vector<std::string>& out) {
+    if (v.is_array())
+      for (const auto& x : v)
+        if (x.is_string()) out.push_back(x.get<std::string>());
+  };
+  strings(j.value("case_files", nlohmann::json()), s.case_files);
+  const std::string line = j.value("command_line", std::string());
+  if (j.contains("providers"))
+    strings(j["providers"], s.providers);
+  else
+    s.providers = option_values(line, "--provider");
+  if (const auto r = j.find("replaced_kernels"); r != j.end() && r->is_object())
+    for (const auto& [real, label] : r->items())
+      s.substitutions.push_back(label.is_string() ? label.get<std::string>() : real);
+  for (const auto& r : option_values(line, "--replace-router")) s.substitutions.push_back("router " + r);
+  std::sort(s.providers.begin(), s.providers.end());
+  std::sort(s.substitutions.begin(), s.substitutions.end());
+  return s;
+}
+
+// The file names of a suite: the same case file sits at different paths on different machines.
+std::vector<std::string> file_names(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) out.push_back(std::filesystem::path(p).filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Warns on stderr, naming both sides, where runs A and B differ in case files, providers or
+// substitutions: their differences may be the setup's, not the code's. Returns whether they do.
+bool warn_setup_differences(const nlohmann::json& a, const nlohmann::json& b) {
+  const RunSetup x = setup_of(a), y = setup_of(b);
+  auto side = [](const std::vector<std::string>& v) { return v.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(v, " ")); };
+  bool differ = false;
+  auto check = [&](bool same, const char* what, const std::vector<std::string>& va, const std::vector<std::string>& vb) {
+    if (same) return;
+    differ = true;
+    fmt::print(stderr, "kvharness compare: warning: the runs used different {}: A: {}; B: {}\n", what, side(va),
+               side(vb));
+  };
+  check(file_names(x.case_files) == file_names(y.case_files), "case files", x.case_files, y.case_files);
+  check(x.providers == y.providers, "providers", x.providers, y.providers);
+  check(x.substitutions == y.substitutions, "substitutions (--replace-kernel, --replace-router)", x.substitutions,
+        y.substitutions);
+  return differ;
+}
+
 int compare_main(Cli& k) {
   try {
     k.co.fail_on = compare::parse_fail_on(k.cmp_fail_on);
-    const auto c = compare::compare(compare::load(k.cmp_a), compare::load(k.cmp_b), k.co);
+    const nlohmann::json a = compare::load(k.cmp_a), b = compare::load(k.cmp_b);
+    const auto c = compare::compare(a, b, k.co);
     fmt::print("{}", compare::format(c, k.cmp_a, k.cmp_b, k.co));
+    std::fflush(stdout);  // the report first, then what qualifies it
+    const bool differ = warn_setup_differences(a, b);
+    if (differ && k.co.fail_on == compare::FailOn::Any) {
+      fmt::print(stderr, "kvharness compare: --fail-on any: the runs' setups differ: exit {}\n",
+                 compare::kExitGatingDifference);
+      return compare::kExitGatingDifference;
+    }
     return compare::exit_code(c, k.co);
   } catch (const FilterError& e) {
     fmt::print(stderr, "kvharness compare: --filter: {}\n", e.what());
@@ -495,6 +617,7 @@ std::optional<int> other_commands(Cli& k) {
     return kExitPass;
   }
   const Loaded loaded = load_cases(k.o, reg, k.allow_unknown_kernels);
+  warn_host_compute_units(loaded.cases, reg);
   for (const auto& c : loaded.cases) fmt::print("{}\n", c.id());  // list
   for (const auto& u : loaded.unknown_kernels) fmt::print(stderr, "kvharness: unknown kernel (not loaded): {}\n", u);
   if (loaded.cases.empty()) fmt::print(stderr, "kvharness: no case matches: {}\n", why_nothing_matches(k.o, loaded));
@@ -575,6 +698,7 @@ class RunCommand {
       device::configure_host(o_.wave_size, o_.random_order, o_.seed.value_or(1));
       return isolate_worker_main(loaded.cases, reg, o_);
     }
+    warn_host_compute_units(loaded.cases, reg);
     // Each case's index in the list a worker of --isolate loads (before --shard and --resume).
     std::vector<size_t> worker_index(loaded.cases.size());
     for (size_t i = 0; i < worker_index.size(); ++i) worker_index[i] = i;
@@ -652,17 +776,26 @@ class RunCommand {
     // Test hook: the nth device synchronize raises a sticky device fault (runner_test, ctest).
     if (const char* n = std::getenv("KVH_INJECT_FAULT"); n && *n) device::testing::inject_fault(std::atoi(n));
     base_.runtime_version = device::info().runtime_version;
+    o_.print_end = [this](const RunReport& r) { print_end(r); };  // also when a case never returns
     const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o_, g_stop, base_);
+    print_end(rep);
+    return rep.exit_code;
+  }
+  // The end of a run, however it ended (all cases, --fail-fast, a signal between cases or during
+  // one, a timeout): the counts, wall time and `report:` line on stdout, why it stopped on stderr.
+  void print_end(const RunReport& rep) const {
     const Counts n = count(rep);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - k_.started).count();
     fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected, {} expected "
-               "failure(s)\nreport: {}/summary.md\n",
+               "failure(s)\nwall time: {:.1f} s{}\nreport: {}/summary.md\n",
                rep.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
-               rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, o_.report_dir);
+               rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, wall,
+               wall >= 60 ? " (" + human_duration(wall) + ")" : "", o_.report_dir);
     if (k_.profile) fmt::print("\n{}", time_profile_markdown(rep, 10));
+    std::fflush(stdout);
     if (!rep.stopped_because.empty()) fmt::print(stderr, "kvharness: run stopped: {}\n", rep.stopped_because);
     if (rep.exit_code == kExitHarness)
       fmt::print(stderr, "kvharness: the harness itself failed (see the CRASH harness_error cases): exit 128\n");
-    return rep.exit_code;
   }
 
   Cli& k_;
@@ -670,6 +803,83 @@ class RunCommand {
   RunReport base_;
   int input_error_;
 };
+
+// How many edits (a letter inserted, deleted, replaced, or two neighbours swapped) turn `a` into
+// `b`: how far a typo is from a name ("rnu" is 1 from "run", "--fitler" 1 from "--filter").
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  std::iota(d[0].begin(), d[0].end(), size_t(0));
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The name of `names` closest to `typed`, when close enough to be what was meant: at most a third
+// of its letters off (one for short names); none for a one-letter option ("-x" is no "-h").
+std::optional<std::string> closest_name(const std::string& typed, const std::vector<std::string>& names) {
+  std::optional<std::string> best;
+  size_t best_distance = 0;
+  for (const auto& n : names)
+    if (const size_t d = edit_distance(typed, n); !best || d < best_distance) best = n, best_distance = d;
+  if (!best || typed.size() <= 2 || best_distance > std::max<size_t>(1, typed.size() / 3)) return std::nullopt;
+  return best;
+}
+
+// The options a person may type to `cmd` ("--filter", "-f"); internal ones (no group) left out.
+std::vector<std::string> option_names(const CLI::App* cmd) {
+  std::vector<std::string> out;
+  for (const CLI::Option* opt : cmd->get_options()) {
+    if (opt->get_group().empty()) continue;
+    for (const auto& l : opt->get_lnames()) out.push_back("--" + l);
+    for (const auto& n : opt->get_snames()) out.push_back("-" + n);
+  }
+  return out;
+}
+
+// Every command of `app`, in the order of its --help.
+std::vector<const CLI::App*> all_commands(const CLI::App& app) {
+  return app.get_subcommands(std::function<bool(const CLI::App*)>());
+}
+
+// What is wrong with unknown argument `typed` of `cmd` (nullptr: no command yet), with the
+// closest valid name, or the commands that have it when it is another command's option.
+std::string unknown_argument(Cli& k, const CLI::App* cmd, const std::string& typed) {
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : all_commands(k.app)) commands.push_back(sub->get_name());
+  if (typed.empty() || typed[0] != '-') {
+    if (cmd) return fmt::format("unexpected argument '{}'", typed);
+    const auto near = closest_name(typed, commands);
+    return near ? fmt::format("unknown command '{}'; did you mean '{}'?", typed, *near)
+                : fmt::format("unknown command '{}'; the commands: {}", typed, fmt::join(commands, ", "));
+  }
+  const std::string name = typed.substr(0, typed.find('='));  // --fitler=x
+  if (const auto near = closest_name(name, option_names(cmd ? cmd : &k.app)))
+    return fmt::format("unknown option '{}'; did you mean '{}'?", name, *near);
+  std::vector<std::string> owners;  // an option of another command, e.g. `run --fail-on`
+  for (const CLI::App* sub : all_commands(k.app)) {
+    const auto names = option_names(sub);
+    if (std::find(names.begin(), names.end(), name) != names.end()) owners.push_back(sub->get_name());
+  }
+  return owners.empty() ? fmt::format("unknown option '{}'", name)
+                        : fmt::format("unknown option '{}' (an option of {})", name, fmt::join(owners, ", "));
+}
+
+// A command-line error in kvharness's words, on stderr: `kvharness CMD: what`, the closest valid
+// name of an unknown option or command, and where the help is. Returns 2 (125 under --bisect:
+// a usage error says nothing about the commit).
+int usage_error(Cli& k, const CLI::ParseError& e, bool bisecting) {
+  const CLI::App* cmd = nullptr;  // the command whose arguments were being parsed
+  for (const CLI::App* sub : k.app.get_subcommands()) cmd = sub;
+  const std::vector<std::string> extra = k.app.remaining(true);
+  const std::string who = cmd ? "kvharness " + cmd->get_name() : std::string("kvharness");
+  const std::string what = !extra.empty() ? unknown_argument(k, cmd, extra.front()) : std::string(e.what());
+  fmt::print(stderr, "{}: {} (`{} --help` lists {})\n", who, what, who, cmd ? "its options" : "the commands");
+  return bisecting ? kExitNothingRunnable : kExitUsage;
+}
 
 }  // namespace
 
@@ -682,19 +892,30 @@ int cli_main(int argc, char** argv) {
   add_list_and_info(k);
   add_bench(k);
   add_compare_and_merge(k);
+  add_bisect_run(k);
+  if (argc < 2) {  // a bare `kvharness`: what it can do
+    fmt::print(stderr, "{}\nkvharness: a command is required\n", k.app.help());
+    return kExitUsage;
+  }
   rewrite_bisect_run(k, argc, argv);
   try {
     k.app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return k.app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int rc = k.app.exit(e);
     // Under `git bisect run`, a usage error says nothing about the commit: skip it, never "bad".
     const bool bisecting = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--bisect"; });
-    return rc == 0 ? 0 : bisecting ? kExitNothingRunnable : kExitUsage;
+    return usage_error(k, e, bisecting);
   }
   k.o.program = argv[0];
   if (!k.resume_dir.empty() && !*k.report_dir_opt) k.o.report_dir = k.resume_dir;  // --resume DIR completes DIR
   for (int i = 0; i < argc; ++i) k.command_line += (i ? " " : "") + std::string(argv[i]);
-  if (k.o.case_files.empty()) k.o.case_files = default_case_files();
+  if (k.o.case_files.empty()) {
+    k.o.case_files = default_case_files();
+    // Which suite ran when none was named (a worker's parent said it already).
+    if ((*k.run && !k.isolate_worker) || *k.list)
+      fmt::print(stderr, "kvharness: cases: {} (default)\n", fmt::join(k.o.case_files, " "));
+  }
   RunCommand cmd(k);
   if (*k.run) try {
       check_report_dir(k.o.report_dir);  // before anything runs: a bad --report-dir loses no work

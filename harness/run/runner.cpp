@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <functional>
@@ -35,6 +36,40 @@ void draw_progress(size_t done, size_t total, int pass, int fail, int other) {
 }  // namespace
 
 std::function<void(int)> g_on_fatal_signal;
+
+std::vector<double> case_costs(const std::vector<Case>& cases, const Registry& registry) {
+  constexpr double kPerCase = 1 << 20;  // setup, judging and reports: a small case is not free
+  std::vector<double> out;
+  out.reserve(cases.size());
+  for (const Case& c : cases) {
+    if (c.kind == CaseKind::Write) {  // K and V in, the cache, its snapshot and the reference's copy
+      out.push_back(kPerCase + 4.0 * 2 * 2 * double(c.batch_size * c.num_kv_heads * c.head_size));
+      continue;
+    }
+    const Kernel* k = c.router_policy.empty() ? registry.find(c.reader) : nullptr;
+    const MemoryEstimate e = estimate_decode_memory(c, k ? k->cache_format : int32_t(KVH_CACHE_SHUFFLE));
+    out.push_back(kPerCase + double(e.device_bytes + e.host_bytes));
+  }
+  return out;
+}
+
+std::string human_duration(double seconds) {
+  if (seconds < 9.95) return fmt::format("{:.1f} s", std::max(0.0, seconds));
+  const long s = std::lround(seconds);
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);
+  return fmt::format("{} h {:02} min", s / 3600, (s % 3600) / 60);
+}
+
+std::string heartbeat_line(size_t done, size_t total, int unexpected, double elapsed_s, double cost_done,
+                           double cost_all) {
+  const std::string left =
+      done >= total    ? "nothing left"
+      : cost_done <= 0 ? "estimate after the first case"
+                       : "about " + human_duration(elapsed_s * (cost_all - cost_done) / cost_done) + " left";
+  return fmt::format("kvharness: {}/{} cases done, {} unexpected failure(s) so far; {} elapsed, {}", done, total,
+                     unexpected, human_duration(elapsed_s), left);
+}
 
 void on_fatal_signal(int sig) {
   if (g_on_fatal_signal) g_on_fatal_signal(sig);
@@ -149,6 +184,10 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   std::atomic<double> running_since{0.0};
   std::atomic<bool> finished{false};
   auto now_s = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  const double started = now_s();
+  const std::vector<double> costs = case_costs(cases, registry);  // the heartbeat's estimate
+  double cost_done = 0, cost_all = 0;                               // guarded by report_mutex
+  for (double x : costs) cost_all += x;
   // Ends the run at case `running`, which never returned: writes the report
   // with it as `status` and exits. Called with report_mutex held.
   auto abandon = [&](Status status, const char* why, const std::string& detail, int exit_code) {
@@ -181,8 +220,15 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       std::fprintf(stderr, "\nkvharness: %s\n", e.what());
       std::_Exit(kExitHarness);
     }
-    std::fprintf(stderr, "\nkvharness: %s\nreport: %s/summary.md\n", partial.stopped_because.c_str(),
-                 o.report_dir.c_str());
+    if (o.progress) std::fputc('\n', stderr);  // after the progress bar
+    if (o.print_end) {  // the end a finished run prints, on its streams (issue 25, item 8)
+      o.print_end(partial);
+    } else {
+      std::fprintf(stderr, "kvharness: %s\n", partial.stopped_because.c_str());
+      std::printf("report: %s/summary.md\n", o.report_dir.c_str());
+    }
+    std::fflush(stdout);  // _Exit flushes nothing
+    std::fflush(stderr);
     std::_Exit(exit_code);
   };
   // A wild access in a kernel on the cpu backend is a signal in this process:
@@ -216,8 +262,8 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
         last_beat = t;
         int unexpected = 0;
         for (const auto& cr : rep.results) unexpected += cr.unexpected_failure();
-        std::fprintf(stderr, "kvharness: %zu/%zu cases done, %d unexpected failure(s) so far\n", rep.results.size(),
-                     total, unexpected);
+        std::fprintf(stderr, "%s\n",
+                     heartbeat_line(rep.results.size(), total, unexpected, t - started, cost_done, cost_all).c_str());
         std::fflush(stderr);
       }
       if (running < 0) continue;
@@ -261,6 +307,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       std::lock_guard<std::mutex> lk(report_mutex);
       running = -1;
       rep.results.push_back(std::move(cr));
+      cost_done += costs[i];
     }
     if (o.progress) draw_progress(rep.results.size(), total, pass, fail, other);
     if (o.fail_fast && rep.results.back().unexpected_failure()) {  // --fail-fast: the verdict is known

@@ -55,6 +55,10 @@ struct RunOptions {
   std::vector<size_t> worker_index;  // --isolate: case i's index in the worker's list (which --shard and
                                      // --resume did not shorten); empty: the same list
   std::vector<CaseResult> resumed;   // --resume: cases the resumed run decided; reported as they were
+  // Prints the end of a run (verdict counts, the `report:` line) as the command line does; run_cases
+  // calls it itself only when it abandons a run whose case never returned (a signal or a timeout
+  // during a case), so that the end reads the same, on the same stream, however the run ended.
+  std::function<void(const RunReport&)> print_end;
 };
 
 /// `s` as one POSIX shell word: unchanged when it holds only [A-Za-z0-9_./:=,@+%-], else single-quoted
@@ -62,6 +66,19 @@ struct RunOptions {
 std::string shell_word(const std::string& s);
 /// The command line that re-runs case `id` alone under `o`; every argument one shell word.
 std::string repro_command(const RunOptions& o, const std::string& case_file, const std::string& id);
+
+/// Relative cost of each case, for the heartbeat's estimate of the time left: the bytes it
+/// allocates and checks (a decode case's estimate_decode_memory, a write case's K, V and cache
+/// bytes) plus a fixed part per case (setup and judging). Only ratios between cases matter.
+std::vector<double> case_costs(const std::vector<Case>& cases, const Registry& registry);
+/// "35 s", "2 min 05 s", "1 h 02 min": a duration as a person reads it.
+std::string human_duration(double seconds);
+/// The heartbeat of a run whose stderr is not a terminal: "kvharness: D/T cases done, U unexpected
+/// failure(s) so far; E elapsed, about L left". The estimate scales the elapsed time by the cost
+/// still to run over the cost run so far (this process's cases only: resumed ones took no time
+/// here); "estimate after the first case" while nothing has run.
+std::string heartbeat_line(size_t done, size_t total, int unexpected, double elapsed_s, double cost_done,
+                           double cost_all);
 
 /// Runs `cases` (which came from o.case_files), judges each against
 /// o.expectations (harness/check/expectations.h) and writes the report, starting

@@ -320,3 +320,36 @@ TEST(Runner, ReproCommandQuotesWhatTheShellWouldSplitOrGlob) {
 
 }  // namespace
 }  // namespace kvh
+
+// Issue 25, item 9: the heartbeat says how long the run has gone and about how long is left,
+// weighted by what each case costs, so a run whose large cases come last does not look stalled.
+namespace kvh {
+namespace {
+
+TEST(Heartbeat, ElapsedAndAnEstimateWeightedByCost) {
+  EXPECT_EQ(heartbeat_line(0, 10, 0, 0.4, 0, 100),
+            "kvharness: 0/10 cases done, 0 unexpected failure(s) so far; 0.4 s elapsed, estimate after the first case");
+  // Half the cases done but a quarter of the cost: three times as long again, not as long again.
+  EXPECT_EQ(heartbeat_line(5, 10, 1, 40, 25, 100),
+            "kvharness: 5/10 cases done, 1 unexpected failure(s) so far; 40 s elapsed, about 2 min 00 s left");
+  EXPECT_EQ(heartbeat_line(10, 10, 0, 4000, 100, 100),
+            "kvharness: 10/10 cases done, 0 unexpected failure(s) so far; 1 h 06 min elapsed, nothing left");
+  EXPECT_EQ(human_duration(9.94), "9.9 s");
+  EXPECT_EQ(human_duration(59.4), "59 s");
+  EXPECT_EQ(human_duration(61), "1 min 01 s");
+}
+
+TEST(Heartbeat, ALargeDecodeCaseCostsMoreThanASmallWriteCase) {
+  Registry reg;
+  Case big = pipeline_case();
+  big.batch_size = 64;
+  big.context_len_min = big.context_len_max = 4096;
+  const std::vector<double> costs = case_costs({write_case("reshape_and_cache", 4), pipeline_case(), big}, reg);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_GT(costs[0], 0);
+  EXPECT_LT(costs[0], costs[1]);
+  EXPECT_LT(10 * costs[1], costs[2]);
+}
+
+}  // namespace
+}  // namespace kvh
