@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <set>
 #include <toml++/toml.h>
 
@@ -1036,13 +1037,52 @@ void reject_toml_unsafe_code_points(const std::string& text, const std::string& 
   }
 }
 
+// Line `n` (1-based) of `text`, without its line break; "" past the end.
+std::string_view line_of(std::string_view text, size_t n) {
+  for (size_t i = 1; i < n; ++i) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return {};
+    text.remove_prefix(nl + 1);
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// Where a toml++ error is to be read. toml++ reports a missing ',' or ']' of an array where it
+// noticed it: the first token of a later line, usually the next key, one line after the line
+// that lacks it (issue 25). When the error sits at the first non-blank character of its line,
+// the missing character belongs at the end of the last line above holding more than blanks and
+// a comment: "LINE:COL" there, else "" (the error's own position is right).
+std::string array_close_position(std::string_view text, const toml::parse_error& e) {
+  const std::string_view what = e.description();
+  if (what.find("expected comma or closing ']'") == std::string_view::npos) return "";
+  const size_t line = e.source().begin.line, col = e.source().begin.column;
+  const std::string_view here = line_of(text, line);
+  if (line < 2 || here.substr(0, std::min<size_t>(col - 1, here.size())).find_first_not_of(" \t") != std::string_view::npos)
+    return "";
+  for (size_t up = line - 1; up >= 1; --up) {
+    std::string_view l = line_of(text, up);
+    const size_t end = l.find_last_not_of(" \t\r");
+    const size_t begin = l.find_first_not_of(" \t");
+    if (begin == std::string_view::npos || l[begin] == '#') continue;  // blank or a comment line
+    return fmt::format("{}:{}", up, end + 2);
+  }
+  return "";
+}
+
 toml::table parse_toml(const std::string& text, const std::string& name) {
   reject_toml_unsafe_code_points(text, name);
   try {
     return toml::parse(text, name);
   } catch (const toml::parse_error& e) {
-    throw CaseFileError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
-                                    e.description()));
+    std::string what(e.description());
+    // toml++ quotes what it saw verbatim, a line break included ("saw 'tru\n'"): one line of message.
+    for (size_t at = what.find('\n'); at != std::string::npos; at = what.find('\n', at)) what.replace(at, 1, "\\n");
+    const std::string at = fmt::format("{}:{}", e.source().begin.line, e.source().begin.column);
+    if (const std::string missing = array_close_position(text, e); !missing.empty())
+      throw CaseFileError(fmt::format("{}:{}: an array is not closed: a ',' or ']' is missing at the end of this "
+                                      "line (toml++ noticed at {}: {})",
+                                      name, missing, at, what));
+    throw CaseFileError(fmt::format("{}:{}: {}", name, at, what));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <optional>
 #include <set>
@@ -175,6 +176,15 @@ std::string why_nothing_matches(const RunOptions& o, const Loaded& l) {
                      fmt::join(o.case_files, " "), l.before_filter, o.filter);
 }
 
+// "FIXTURE: " before a fixture's description, unless the description says so already
+// ("REGRESSION FIXTURE: ..."): info printed "FIXTURE REGRESSION FIXTURE" on every fixture.
+std::string fixture_mark(const Kernel& d) {
+  if (!d.fixture) return "";
+  std::string upper = d.description.substr(0, 32);
+  for (char& ch : upper) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  return upper.find("FIXTURE") != std::string::npos ? "" : "FIXTURE: ";
+}
+
 // `kvharness info`: the backend, the kernels, and what case files can name.
 void print_info(const Registry& reg) {
   const auto i = device::info();
@@ -182,29 +192,35 @@ void print_info(const Registry& reg) {
              "compute units  {}\nruntime        {}\n",
              KVH_VERSION, i.backend, i.name, i.arch, i.wave_size, i.compute_units, i.runtime_version);
   if (i.memory_bytes) fmt::print("memory         {:.1f} GiB\n", double(i.memory_bytes) / (1ull << 30));
-  fmt::print("\nkernels:\n");
+  fmt::print("\nkernels (name, role, cache format, description [origin]; then what each declares):\n");
+  size_t width = 0;  // the longest name sets the column: a long provider name must not shift the rest
+  for (const auto& n : reg.names()) width = std::max(width, n.size());
   for (const auto& n : reg.names()) {
     const Kernel* d = reg.find(n);
-    fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
-               cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
+    fmt::print("  {:<{}} {:<7} {:<8} {}{} [{}]\n", n, width, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
+               cache_format_name(d->cache_format), fixture_mark(*d), d->description, reg.origin(n));
+    fmt::print("  {:<{}} declares: {}\n", "", width, d->capability_summary());
     std::vector<std::string> configs;  // issue 23 (D): what a case file's launch_configs may name
     for (const auto& lc : d->launch_configs) configs.push_back(lc.name + (lc.params.empty() ? "" : " (" + lc.params + ")"));
-    if (!configs.empty()) fmt::print("  {:<30} launch_configs: {}\n", "", fmt::join(configs, ", "));
+    if (!configs.empty()) fmt::print("  {:<{}} launch_configs: {}\n", "", width, fmt::join(configs, ", "));
   }
   fmt::print("\nrouter policies (case files: routers = [NAME, ...]):\n");
   const auto& routers = reg.routers();
+  size_t pw = 22;
+  for (const auto& p : routing::policy_names()) pw = std::max(pw, p.size());
   for (const auto& p : routing::policy_names())
     if (auto r = std::find_if(routers.begin(), routers.end(), [&](const auto& x) { return x.name == p; });
         r != routers.end())
-      fmt::print("  {:<22} {}{} [{}]\n", p, r->fixture ? "FIXTURE " : "", r->description, r->origin);
+      fmt::print("  {:<{}} {}{} [{}]\n", p, pw, r->fixture && r->description.find("FIXTURE") == std::string::npos
+                                                     ? "FIXTURE: " : "", r->description, r->origin);
     else if (routing::canonical_policy(p) == p)
-      fmt::print("  {:<22} {}\n", p,
+      fmt::print("  {:<{}} {}\n", p, pw,
                  !routing::is_regression_fixture(p) ? ""
                  : p.rfind("vllm-rocm-mla-", 0) == 0  // issue 22: the MLA policies before vLLM PR 51011
                      ? "REGRESSION FIXTURE: fp8 caches of < 16 heads to the Gluon kernel (batch 1 only)"
                      : "REGRESSION FIXTURE: no head-size test");
     else
-      fmt::print("  {:<22} alias of {}\n", p, routing::canonical_policy(p));
+      fmt::print("  {:<{}} alias of {}\n", p, pw, routing::canonical_policy(p));
   fmt::print("\ntargets (case files: target = NAME, or cus=N):\n");
   for (const auto& t : routing::target_names()) fmt::print("  {:<8} {} compute units\n", t, routing::compute_units_of(t));
   fmt::print("\nmodel presets (whole model; per rank at tp: heads/tp, max(1, kv heads/tp)):\n");
