@@ -135,6 +135,23 @@ std::string string_field(const Ctx& c, const toml::table& t, const std::string& 
   return *n->value<std::string>();
 }
 
+// "file:line" of each element of array `key` of `t` (the array's own line where an element has
+// none), in order: an unknown kernel name's error points at the name, not at the table.
+std::vector<std::string> element_sources(const Ctx& c, const toml::table& t, const std::string& key) {
+  std::vector<std::string> out;
+  const toml::node* n = c.get(t, key);
+  if (const toml::array* a = n ? n->as_array() : nullptr)
+    for (const auto& e : *a)
+      out.push_back(fmt::format("{}:{}", c.file, (e.source().begin ? e.source() : n->source()).begin.line));
+  return out;
+}
+
+// "file:line" of key `key` of `t`, or "" when absent.
+std::string key_source(const Ctx& c, const toml::table& t, const std::string& key) {
+  const toml::node* n = c.get(t, key);
+  return n ? fmt::format("{}:{}", c.file, n->source().begin.line) : "";
+}
+
 // Where an error about key `key` of `t` points: its value, else the table.
 const toml::node& node_of(const Ctx& c, const toml::table& t, const std::string& key) {
   const toml::node* n = c.get(t, key);
@@ -490,16 +507,18 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
   const CommonAxes axes = common_axes(c, t, models);
   const auto num_tokens = integers(c, t, "num_tokens", true);
   const auto writers = strings(c, t, "writers", true);
+  const std::vector<std::string> writers_at = element_sources(c, t, "writers");
   const std::vector<std::string> launch_configs = launch_configs_of(c, t, false);  // issue 23 (D)
   const std::string launch_configs_at =
       launch_configs.empty() ? "" : fmt::format("{}:{}", c.file, node_of(c, t, "launch_configs").source().begin.line);
   for_each_base(c, t, CaseKind::Write, axes, models, [&](const Case& base) {
     for (int64_t n : num_tokens)
-      for (const auto& w : writers)
+      for (size_t wi = 0; wi < writers.size(); ++wi)
         for (int64_t seed : seeds) {
           Case k = base;
           k.batch_size = n;
-          k.writer = w;
+          k.writer = writers[wi];
+          k.writer_source = writers_at[wi];
           k.seed = uint64_t(seed);
           k.launch_configs = launch_configs, k.launch_configs_source = launch_configs_at;  // issue 23 (D)
           add_case(c, t, out, std::move(k));
@@ -718,13 +737,15 @@ struct Variant {
   std::string name, writer, reader, router;
   const toml::table* table = nullptr;  // its [[*.variants]] table, for scoped expected failures
   RouteExpectation route;              // the variant's expect_routed_to (else the table's)
+  std::string writer_at, reader_at;    // "file:line" of the writer's / reader's name (Case::writer_source)
 };
 
 // One [[attention.variants]] or [[pipeline.variants]] table (c.table: Variants).
 Variant variant_of(const Ctx& c, const toml::table& v, CaseKind kind) {
   only_keys(c, v, std::string(to_string(kind)) + ".variants");
   Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
-            string_field(c, v, "router", ""), &v, route_expectation(c, v)};
+            string_field(c, v, "router", ""), &v, route_expectation(c, v), key_source(c, v, "writer"),
+            key_source(c, v, "reader")};
   if (x.route.stated() && x.router.empty())
     c.fail(node_of(c, v, "expect_routed_to"), "expect_routed_to", "only a variant with a 'router' is routed");
   if (c.get(v, "expected_failure") && x.name.empty())
@@ -746,13 +767,22 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
     for (const auto& e : *arr) out.push_back(variant_of(c.in(KeyTable::Variants), *e.as_table(), kind));
     return out;
   }
-  for (const auto& r : strings(c, t, "readers", false)) out.push_back({"", "", r, ""});
+  const auto readers = strings(c, t, "readers", false);
+  const std::vector<std::string> readers_at = element_sources(c, t, "readers");
+  for (size_t i = 0; i < readers.size(); ++i) {
+    out.push_back({"", "", readers[i], ""});
+    out.back().reader_at = readers_at[i];
+  }
   for (const auto& r : strings(c, t, "routers", false)) out.push_back({"", "", "", r});
   if (kind == CaseKind::Pipeline) {
     const auto writers = strings(c, t, "writers", true);
+    const std::vector<std::string> writers_at = element_sources(c, t, "writers");
     std::vector<Variant> crossed;
-    for (const auto& w : writers)
-      for (auto v : out) crossed.push_back({"", w, v.reader, v.router});
+    for (size_t i = 0; i < writers.size(); ++i)
+      for (auto v : out) {
+        v.writer = writers[i], v.writer_at = writers_at[i];
+        crossed.push_back(v);
+      }
     out = crossed;
   }
   if (out.empty()) c.fail(t, "variants", "expected [[" + table + ".variants]], or 'readers' / 'routers'");
@@ -974,6 +1004,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 if (lens.front() > 0) k.context_lens = lens;
                 k.writer = v.writer;
                 k.reader = v.reader;
+                k.writer_source = v.writer_at, k.reader_source = v.reader_at;
                 k.router_policy = v.router;
                 // Router rows route with the target; MLA readers' planners split by its compute units (issue 22 C).
                 k.target = v.router.empty() && !k.mla() ? "" : target;

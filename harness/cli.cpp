@@ -54,6 +54,15 @@ std::string kernels_of_role(const Registry& reg, int role) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+// What an unknown kernel name may mean: a provider's kernel, and the providers that were loaded.
+std::string provider_hint(const RunOptions& o) {
+  if (o.providers.empty())
+    return " by the built-in kernels, and no --provider was given (a provider's kernel? load its module "
+           "or library: --provider python:./my_kernels.py, --provider ./libmy_kernels.so)";
+  return fmt::format(" by the built-in kernels nor by --provider {} (a typo? another provider's kernel?)",
+                     fmt::join(o.providers, ", --provider "));
+}
+
 // Loads, re-seeds, filters and validates cases. Throws CaseFileError/FilterError.
 // allow_unknown: `list --allow-unknown-kernels`: a kernel or router name no provider registered is
 // accepted (collected in unknown_kernels) so that a case file naming provider kernels and routers is
@@ -78,12 +87,15 @@ Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown =
           out.unknown_kernels.insert(fmt::format("{} {}", field, name));
           continue;
         }
-        if (!d || d->role != role)
-          throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", c.source, field, name,
+        if (!d || d->role != role) {
+          const std::string& at = field == std::string("writer") ? c.writer_source
+                                  : field == std::string("reader") ? c.reader_source : std::string();
+          throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", at.empty() ? c.source : at, field, name,
                                           d ? fmt::format("a {} kernel, not a {}",
                                                           d->role == KVH_ROLE_WRITER ? "writer" : "reader", field)
-                                            : "no kernel of that name is registered",
+                                            : "no kernel of that name is registered" + provider_hint(o),
                                           field, kernels_of_role(reg, role)));
+        }
       }
       if (!c.router_policy.empty()) {
         const auto& known = routing::policy_names();
@@ -438,6 +450,40 @@ void rewrite_bisect_run(Cli& k, int& argc, char**& argv) {
   argv = k.rewritten_argv.data();
 }
 
+// Whether `dir` or a folder above it is a git work tree with a bisect in progress (BISECT_START in
+// its git dir; a linked worktree's `.git` file names that dir).
+bool git_bisect_in_progress(std::filesystem::path dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (; !dir.empty(); dir = dir.parent_path()) {
+    const fs::path dot_git = dir / ".git";
+    fs::path git_dir = dot_git;
+    if (fs::is_regular_file(dot_git, ec)) {
+      std::string line;
+      std::getline(std::ifstream(dot_git), line);
+      if (line.rfind("gitdir: ", 0) != 0) return false;
+      git_dir = fs::path(line.substr(8));
+      if (git_dir.is_relative()) git_dir = dir / git_dir;
+    } else if (!fs::is_directory(dot_git, ec)) {
+      if (dir == dir.parent_path()) break;
+      continue;
+    }
+    return fs::exists(git_dir / "BISECT_START", ec);
+  }
+  return false;
+}
+
+// Whether this run is a `git bisect run` step: --bisect (bisect-run), $KVH_BISECT set (not "0"),
+// or a bisect in progress in the working directory's repository. Only then does an exit 125 say
+// "this commit cannot be tested"; anywhere else that is jargon.
+bool bisecting(const Cli& k) {
+  if (k.bisect) return true;
+  if (const char* e = std::getenv("KVH_BISECT"); e && *e && std::string(e) != "0") return true;
+  std::error_code ec;
+  const std::filesystem::path here = std::filesystem::current_path(ec);
+  return !ec && git_bisect_in_progress(here);
+}
+
 // The default job: cases/default.toml here, else the installed one (PREFIX/bin/kvharness ->
 // PREFIX/share/kvharness/cases, `cmake --install`), else the source tree this binary was built from.
 std::vector<std::string> default_case_files() {
@@ -722,7 +768,8 @@ int cli_main(int argc, char** argv) {
     if (auto done = other_commands(k); done) return *done;
     return cmd.run(argc, argv);
   } catch (const ProviderLoadError& e) {
-    return cmd.stop_before_any_case(kExitNothingRunnable, std::string(e.what()) + " (this commit cannot be tested)");
+    return cmd.stop_before_any_case(kExitNothingRunnable,
+                                    std::string(e.what()) + (bisecting(k) ? " (this commit cannot be tested)" : ""));
   } catch (const CaseFileError& e) {
     return cmd.stop_before_any_case(cmd.input_error(), e.what());
   } catch (const FilterError& e) {
