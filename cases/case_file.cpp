@@ -1088,8 +1088,8 @@ std::string array_close_position(std::string_view text, const toml::parse_error&
   if (what.find("expected comma or closing ']'") == std::string_view::npos) return "";
   const size_t line = e.source().begin.line, col = e.source().begin.column;
   const std::string_view here = line_of(text, line);
-  if (line < 2 || here.substr(0, std::min<size_t>(col - 1, here.size())).find_first_not_of(" \t") != std::string_view::npos)
-    return "";
+  const std::string_view before = here.substr(0, std::min<size_t>(col - 1, here.size()));
+  if (line < 2 || before.find_first_not_of(" \t") != std::string_view::npos) return "";
   for (size_t up = line - 1; up >= 1; --up) {
     std::string_view l = line_of(text, up);
     const size_t end = l.find_last_not_of(" \t\r");
