@@ -737,7 +737,7 @@ struct Variant {
   std::string name, writer, reader, router;
   const toml::table* table = nullptr;  // its [[*.variants]] table, for scoped expected failures
   RouteExpectation route;              // the variant's expect_routed_to (else the table's)
-  std::string writer_at, reader_at;    // "file:line" of the writer's / reader's name (Case::writer_source)
+  std::string writer_at, reader_at;    // "file:line" of the writer's / reader's (router's) name (Case::writer_source)
 };
 
 // One [[attention.variants]] or [[pipeline.variants]] table (c.table: Variants).
@@ -745,7 +745,7 @@ Variant variant_of(const Ctx& c, const toml::table& v, CaseKind kind) {
   only_keys(c, v, std::string(to_string(kind)) + ".variants");
   Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
             string_field(c, v, "router", ""), &v, route_expectation(c, v), key_source(c, v, "writer"),
-            key_source(c, v, "reader")};
+            key_source(c, v, c.get(v, "router") ? "router" : "reader")};
   if (x.route.stated() && x.router.empty())
     c.fail(node_of(c, v, "expect_routed_to"), "expect_routed_to", "only a variant with a 'router' is routed");
   if (c.get(v, "expected_failure") && x.name.empty())
@@ -773,7 +773,12 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
     out.push_back({"", "", readers[i], ""});
     out.back().reader_at = readers_at[i];
   }
-  for (const auto& r : strings(c, t, "routers", false)) out.push_back({"", "", "", r});
+  const auto routers = strings(c, t, "routers", false);
+  const std::vector<std::string> routers_at = element_sources(c, t, "routers");
+  for (size_t i = 0; i < routers.size(); ++i) {
+    out.push_back({"", "", "", routers[i]});
+    out.back().reader_at = routers_at[i];
+  }
   if (kind == CaseKind::Pipeline) {
     const auto writers = strings(c, t, "writers", true);
     const std::vector<std::string> writers_at = element_sources(c, t, "writers");

@@ -103,7 +103,9 @@ Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown =
         if (!is_known && allow_unknown) {  // a provider's router (kvharness 0.5), not loaded by `list`
           out.unknown_kernels.insert(fmt::format("router {}", c.router_policy));
         } else if (!is_known) {
-          throw CaseFileError(fmt::format("{}: router '{}': unknown policy; known: {}", c.source, c.router_policy,
+          throw CaseFileError(fmt::format("{}: router '{}': unknown policy{}; known: {}",
+                                          c.reader_source.empty() ? c.source : c.reader_source, c.router_policy,
+                                          o.providers.empty() ? " (a provider's router? load it with --provider)" : "",
                                           fmt::join(known, ", ")));
         }
       }

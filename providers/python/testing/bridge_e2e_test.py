@@ -362,6 +362,14 @@ readers = ["my_reader"]
     check(p.returncode == 2 and f"{cases}:21: reader 'my_reader'" in p.stderr
           and "nor by --provider python:./my_kernels.py" in p.stderr,
           f"an unknown reader points at readers = and names the providers loaded (exit {p.returncode})")
+    routed = os.path.join(work, "routed.toml")
+    with open(routed, "w") as f:
+        f.write("[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"separate\"]\nbatch_sizes = [1]\n"
+                "context_lens = [1, 40]\nblock_sizes = [16]\ndtypes = [\"fp16\"]\n"
+                "routers = [\"aiter-v0.1.12\",\n           \"my_router\"]\n")  # my_router: line 10
+    p = kv("list", routed)
+    check(p.returncode == 2 and f"{routed}:10: router 'my_router': unknown policy (a provider's router?" in p.stderr,
+          f"an unknown router points at its line in routers = and hints at --provider (exit {p.returncode})")
 
 
 def standalone_bridge(args):
