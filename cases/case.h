@@ -117,6 +117,9 @@ struct Case {
   // ---- end issue 23 (D) ----
   uint64_t seed = 1;
   std::string source;             // "file:line" of the table that made it
+  // "file:line" of the name of the writer / reader (or router) in the table (an element of
+  // `writers =` / `readers =` / `routers =`, or a variant's key): where an unknown name's error points.
+  std::string writer_source, reader_source;
 
   /// The kernel's page in tokens: kernel_block_size for kernel_pages, else block_size.
   int64_t page_size() const { return layout == Scheme::KernelPages && kernel_block_size > 0 ? kernel_block_size : block_size; }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <set>
 #include <toml++/toml.h>
 
@@ -132,6 +133,23 @@ std::string string_field(const Ctx& c, const toml::table& t, const std::string& 
   if (!n) return dflt;
   if (!n->is_string()) c.fail(*n, key, "expected a string, got " + type_name(*n));
   return *n->value<std::string>();
+}
+
+// "file:line" of each element of array `key` of `t` (the array's own line where an element has
+// none), in order: an unknown kernel name's error points at the name, not at the table.
+std::vector<std::string> element_sources(const Ctx& c, const toml::table& t, const std::string& key) {
+  std::vector<std::string> out;
+  const toml::node* n = c.get(t, key);
+  if (const toml::array* a = n ? n->as_array() : nullptr)
+    for (const auto& e : *a)
+      out.push_back(fmt::format("{}:{}", c.file, (e.source().begin ? e.source() : n->source()).begin.line));
+  return out;
+}
+
+// "file:line" of key `key` of `t`, or "" when absent.
+std::string key_source(const Ctx& c, const toml::table& t, const std::string& key) {
+  const toml::node* n = c.get(t, key);
+  return n ? fmt::format("{}:{}", c.file, n->source().begin.line) : "";
 }
 
 // Where an error about key `key` of `t` points: its value, else the table.
@@ -489,16 +507,18 @@ void expand_write(const Ctx& c, const toml::table& t, const std::map<std::string
   const CommonAxes axes = common_axes(c, t, models);
   const auto num_tokens = integers(c, t, "num_tokens", true);
   const auto writers = strings(c, t, "writers", true);
+  const std::vector<std::string> writers_at = element_sources(c, t, "writers");
   const std::vector<std::string> launch_configs = launch_configs_of(c, t, false);  // issue 23 (D)
   const std::string launch_configs_at =
       launch_configs.empty() ? "" : fmt::format("{}:{}", c.file, node_of(c, t, "launch_configs").source().begin.line);
   for_each_base(c, t, CaseKind::Write, axes, models, [&](const Case& base) {
     for (int64_t n : num_tokens)
-      for (const auto& w : writers)
+      for (size_t wi = 0; wi < writers.size(); ++wi)
         for (int64_t seed : seeds) {
           Case k = base;
           k.batch_size = n;
-          k.writer = w;
+          k.writer = writers[wi];
+          k.writer_source = writers_at[wi];
           k.seed = uint64_t(seed);
           k.launch_configs = launch_configs, k.launch_configs_source = launch_configs_at;  // issue 23 (D)
           add_case(c, t, out, std::move(k));
@@ -717,13 +737,15 @@ struct Variant {
   std::string name, writer, reader, router;
   const toml::table* table = nullptr;  // its [[*.variants]] table, for scoped expected failures
   RouteExpectation route;              // the variant's expect_routed_to (else the table's)
+  std::string writer_at, reader_at;    // "file:line" of the writer's / reader's (router's) name (Case::writer_source)
 };
 
 // One [[attention.variants]] or [[pipeline.variants]] table (c.table: Variants).
 Variant variant_of(const Ctx& c, const toml::table& v, CaseKind kind) {
   only_keys(c, v, std::string(to_string(kind)) + ".variants");
   Variant x{string_field(c, v, "name", ""), string_field(c, v, "writer", ""), string_field(c, v, "reader", ""),
-            string_field(c, v, "router", ""), &v, route_expectation(c, v)};
+            string_field(c, v, "router", ""), &v, route_expectation(c, v), key_source(c, v, "writer"),
+            key_source(c, v, c.get(v, "router") ? "router" : "reader")};
   if (x.route.stated() && x.router.empty())
     c.fail(node_of(c, v, "expect_routed_to"), "expect_routed_to", "only a variant with a 'router' is routed");
   if (c.get(v, "expected_failure") && x.name.empty())
@@ -745,13 +767,27 @@ std::vector<Variant> variants_of(const Ctx& c, const toml::table& t, CaseKind ki
     for (const auto& e : *arr) out.push_back(variant_of(c.in(KeyTable::Variants), *e.as_table(), kind));
     return out;
   }
-  for (const auto& r : strings(c, t, "readers", false)) out.push_back({"", "", r, ""});
-  for (const auto& r : strings(c, t, "routers", false)) out.push_back({"", "", "", r});
+  const auto readers = strings(c, t, "readers", false);
+  const std::vector<std::string> readers_at = element_sources(c, t, "readers");
+  for (size_t i = 0; i < readers.size(); ++i) {
+    out.push_back({"", "", readers[i], ""});
+    out.back().reader_at = readers_at[i];
+  }
+  const auto routers = strings(c, t, "routers", false);
+  const std::vector<std::string> routers_at = element_sources(c, t, "routers");
+  for (size_t i = 0; i < routers.size(); ++i) {
+    out.push_back({"", "", "", routers[i]});
+    out.back().reader_at = routers_at[i];
+  }
   if (kind == CaseKind::Pipeline) {
     const auto writers = strings(c, t, "writers", true);
+    const std::vector<std::string> writers_at = element_sources(c, t, "writers");
     std::vector<Variant> crossed;
-    for (const auto& w : writers)
-      for (auto v : out) crossed.push_back({"", w, v.reader, v.router});
+    for (size_t i = 0; i < writers.size(); ++i)
+      for (auto v : out) {
+        v.writer = writers[i], v.writer_at = writers_at[i];
+        crossed.push_back(v);
+      }
     out = crossed;
   }
   if (out.empty()) c.fail(t, "variants", "expected [[" + table + ".variants]], or 'readers' / 'routers'");
@@ -973,6 +1009,7 @@ void expand_decode(const Ctx& c, const toml::table& t, CaseKind kind, const std:
                 if (lens.front() > 0) k.context_lens = lens;
                 k.writer = v.writer;
                 k.reader = v.reader;
+                k.writer_source = v.writer_at, k.reader_source = v.reader_at;
                 k.router_policy = v.router;
                 // Router rows route with the target; MLA readers' planners split by its compute units (issue 22 C).
                 k.target = v.router.empty() && !k.mla() ? "" : target;
@@ -1036,13 +1073,52 @@ void reject_toml_unsafe_code_points(const std::string& text, const std::string& 
   }
 }
 
+// Line `n` (1-based) of `text`, without its line break; "" past the end.
+std::string_view line_of(std::string_view text, size_t n) {
+  for (size_t i = 1; i < n; ++i) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return {};
+    text.remove_prefix(nl + 1);
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// Where a toml++ error is to be read. toml++ reports a missing ',' or ']' of an array where it
+// noticed it: the first token of a later line, usually the next key, one line after the line
+// that lacks it (issue 25). When the error sits at the first non-blank character of its line,
+// the missing character belongs at the end of the last line above holding more than blanks and
+// a comment: "LINE:COL" there, else "" (the error's own position is right).
+std::string array_close_position(std::string_view text, const toml::parse_error& e) {
+  const std::string_view what = e.description();
+  if (what.find("expected comma or closing ']'") == std::string_view::npos) return "";
+  const size_t line = e.source().begin.line, col = e.source().begin.column;
+  const std::string_view here = line_of(text, line);
+  const std::string_view before = here.substr(0, std::min<size_t>(col - 1, here.size()));
+  if (line < 2 || before.find_first_not_of(" \t") != std::string_view::npos) return "";
+  for (size_t up = line - 1; up >= 1; --up) {
+    std::string_view l = line_of(text, up);
+    const size_t end = l.find_last_not_of(" \t\r");
+    const size_t begin = l.find_first_not_of(" \t");
+    if (begin == std::string_view::npos || l[begin] == '#') continue;  // blank or a comment line
+    return fmt::format("{}:{}", up, end + 2);
+  }
+  return "";
+}
+
 toml::table parse_toml(const std::string& text, const std::string& name) {
   reject_toml_unsafe_code_points(text, name);
   try {
     return toml::parse(text, name);
   } catch (const toml::parse_error& e) {
-    throw CaseFileError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
-                                    e.description()));
+    std::string what(e.description());
+    // toml++ quotes what it saw verbatim, a line break included ("saw 'tru\n'"): one line of message.
+    for (size_t at = what.find('\n'); at != std::string::npos; at = what.find('\n', at)) what.replace(at, 1, "\\n");
+    const std::string at = fmt::format("{}:{}", e.source().begin.line, e.source().begin.column);
+    if (const std::string missing = array_close_position(text, e); !missing.empty())
+      throw CaseFileError(fmt::format("{}:{}: an array is not closed: a ',' or ']' is missing at the end of this "
+                                      "line (toml++ noticed at {}: {})",
+                                      name, missing, at, what));
+    throw CaseFileError(fmt::format("{}:{}: {}", name, at, what));
   }
 }
 

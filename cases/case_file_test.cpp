@@ -45,6 +45,32 @@ TEST(CaseFile, ExpandsTheCartesianProductWithPerRankHeads) {
 
 using testing::expect_error;
 
+// Issue 25: a TOML syntax error names the line to fix. toml++ notices an array's missing ',' or ']'
+// at the next line's first token (the next key): the error points at the line that lacks it.
+TEST(CaseFile, SyntaxErrorsNameTheLineToFix) {
+  const std::string head = "seeds = [1]\n\n[[write]]\nmodels = [\"Qwen3-235B-A22B\"]\n";  // lines 1-4
+  // Line 5 lacks its ']'; toml++ sees line 6's key.
+  expect_error(head + "writers = [\"reshape_and_cache_flash\"\ndtypes = [\"fp16\"]\n",
+               "bad.toml:5:37: an array is not closed: a ',' or ']' is missing at the end of this line (toml++ "
+               "noticed at 6:1: Error while parsing array: expected comma or closing ']', saw 'd')");
+  // A multi-line array missing a comma at the end of line 6, a comment line and a blank line before the next element.
+  expect_error(head + "writers = [\"reshape_and_cache_flash\",\n  \"reshape_and_cache\"\n  # the shuffle one\n\n"
+                      "  \"reshape_and_cache_shuffle\"]\n",
+               "bad.toml:6:22: an array is not closed");
+  // Errors toml++ places on the right line keep their position.
+  expect_error(head + "writers = [\"a\" \"b\"]\n", "bad.toml:5:16: Error while parsing array");
+  expect_error(head + "name = \"unterminated\ndtypes = [\"fp16\"]\n", "bad.toml:5:");
+  expect_error(head + "tp = 8 8\n", "bad.toml:5:8: Error while parsing key-value pair");
+  // What toml++ quotes stays on one line of message.
+  try {
+    parse_case_text(head + "causal = tru\nx = 1\n", "bad.toml");
+    ADD_FAILURE() << "no error";
+  } catch (const CaseFileError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.toml:5:"), std::string::npos) << e.what();
+  }
+}
+
 // Issue 11: the stale axis is crossed in; padding and min_block_id are per table; ids change only off the defaults.
 TEST(CaseFile, StaleAxisPaddingAndMinBlockId) {
   const std::string head = "[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"kv_first\"]\n"

@@ -13,16 +13,17 @@
 #   --suite NAME=FILE  a suite and its case file, repeatable (default:
 #                      default=cases/default.toml seed-pr=cases/seed-pr.toml)
 #   --provider SPEC    a kernel provider, repeatable (kvharness run --provider)
-#   --kvharness BIN    the harness (default: $KVH, else kvharness on PATH, else
-#                      build/cpu/harness/kvharness)
+#   --kvharness BIN    the harness: a path, or a name looked up on PATH (default:
+#                      $KVH, else kvharness on PATH, else build/cpu/harness/kvharness)
 #   RUN_ARGS           passed to every `kvharness run` (e.g. --filter,
 #                      --replace-kernel, --known-failures)
 # The night is stored as HISTORY/<date>__<tag>/: night.json (date, tag,
 # providers, exit code per suite) and per suite the report folder of
-# `kvharness run` (results.json, summary.md, junit.xml) and, from the second
-# night on, compare.md: `kvharness compare PREVIOUS CURRENT` (the previous
-# night is the history's latest key before this one). A night run again
-# replaces its folder.
+# `kvharness run` (results.json, summary.md, junit.xml, which kvharness owns
+# as a whole: `run --resume` completes it) with, beside it, SUITE.log (the
+# run's output) and, from the second night on, SUITE.compare.md: `kvharness
+# compare PREVIOUS CURRENT` (the previous night is the history's latest key
+# before this one). A night run again replaces its folder.
 # Exit: 0 every suite ran clean and nothing regressed since the previous
 # night; 1 a suite failed (kvharness exit 1) or compare found a regression;
 # 2 bad usage, or a harness error (kvharness exit 2) in some suite. Every
@@ -55,8 +56,10 @@ done
 if [ -z "$kvh" ]; then
   kvh="$(command -v kvharness || true)"
   [ -n "$kvh" ] || kvh="$root/build/cpu/harness/kvharness"
+elif [[ "$kvh" != */* ]]; then  # a bare name (--kvharness kvharness): the one on PATH
+  kvh="$(command -v -- "$kvh" || echo "$kvh")"
 fi
-[ -x "$kvh" ] || die "kvharness not found at '$kvh' (--kvharness or KVH)"
+[ -x "$kvh" ] || die "kvharness not found at '$kvh' (--kvharness PATH or NAME on PATH, or KVH)"
 for s in "${suites[@]}"; do
   [[ "$s" =~ ^[A-Za-z0-9._-]+=.+ ]] || die "--suite '$s': expected NAME=FILE, NAME of [A-Za-z0-9._-]"
   [ -f "${s#*=}" ] || die "--suite '$s': no such case file '${s#*=}'"
@@ -95,7 +98,8 @@ for s in "${suites[@]}"; do
   cmp_rc=null
   if [ -n "$prev" ] && [ -f "$history/$prev/$name/results.json" ] && [ -f "$night/$name/results.json" ]; then
     cmp_rc=0
-    "$kvh" compare "$history/$prev/$name" "$night/$name" --fail-on regressions >"$night/$name/compare.md" 2>&1 || cmp_rc=$?
+    # Beside the report folder, not in it: kvharness refuses (--resume) a folder holding files it did not write.
+    "$kvh" compare "$history/$prev/$name" "$night/$name" --fail-on regressions >"$night/$name.compare.md" 2>&1 || cmp_rc=$?
     echo "nightly: $key: compare with $prev, suite $name: exit $cmp_rc"
     raise "$cmp_rc"
   fi

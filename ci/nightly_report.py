@@ -5,7 +5,8 @@ History layout, one folder per night, keyed by date and image tag:
 
     HISTORY/<YYYY-MM-DD>__<tag>/night.json            {"date", "tag", "suites": {name: {"exit_code", ...}}, ...}
     HISTORY/<YYYY-MM-DD>__<tag>/<suite>/results.json  kvharness run's report (schema kvharness.results/1)
-    HISTORY/<YYYY-MM-DD>__<tag>/<suite>/compare.md    kvharness compare PREVIOUS CURRENT (absent on the first night)
+    HISTORY/<YYYY-MM-DD>__<tag>/<suite>.compare.md    kvharness compare PREVIOUS CURRENT (absent on the first night;
+                                                      <suite>/compare.md in histories of before issue 25)
 
 The page shows, for the newest night (or --night KEY):
   1. the diff with the previous night: every case whose outcome changed, regressions first
@@ -167,7 +168,9 @@ def render_diff(history, key, prev_key, cur_suites, prev_suites):
                        "(in the same order); every one is in the compare output below</td></tr>")
         out.append("</tbody></table>")
     for suite in sorted(cur_suites):
-        cmp_path = os.path.join(history, key, suite, "compare.md")
+        cmp_path = os.path.join(history, key, suite + ".compare.md")
+        if not os.path.isfile(cmp_path):  # a night of before issue 25 kept it inside the report folder
+            cmp_path = os.path.join(history, key, suite, "compare.md")
         if os.path.isfile(cmp_path):
             with open(cmp_path, encoding="utf-8", errors="replace") as f:
                 text = f.read()

@@ -3,7 +3,10 @@
 #   night 1 (clean) must exit 0 and store HISTORY/2026-11-28__test-image_1/;
 #   night 2, with one planted writer (--replace-kernel
 #   reshape_and_cache_shuffle=planted_shuffle_v_token_swapped), must exit 1,
-#   and its compare.md must report regressions;
+#   and its small.compare.md (beside the report folder small/, not in it)
+#   must report regressions; `kvharness run --resume` accepts that report
+#   folder (issue 25: a compare.md inside it made kvharness refuse it);
+#   --kvharness NAME is looked up on PATH;
 #   headless Chromium loads the page: its DOM (ci/nightly_dom_check.py) must
 #   hold one heat map, two trend rows and the planted writer's regression as
 #   the diff table's first row; the same check on night 1's page (no
@@ -41,15 +44,27 @@ nightly=(bash "$root/ci/nightly.sh" --history "$h" --kvharness "$kvh" --suite "s
 rc=$?
 [ $rc -eq 0 ] || fail "night 1 exit $rc, expected 0 ($out/night1.log)"
 n1="$h/2026-11-28__test-image_1"
-[ -f "$n1/night.json" ] && [ -f "$n1/small/results.json" ] && [ ! -f "$n1/small/compare.md" ] ||
-  fail "night 1's folder is not $n1/{night.json,small/results.json} without compare.md"
+[ -f "$n1/night.json" ] && [ -f "$n1/small/results.json" ] && [ ! -f "$n1/small.compare.md" ] ||
+  fail "night 1's folder is not $n1/{night.json,small/results.json} without small.compare.md"
 
 "${nightly[@]}" --tag test-image:2 --date 2026-11-29 -- \
   --replace-kernel reshape_and_cache_shuffle=planted_shuffle_v_token_swapped >"$out/night2.log" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "night 2 (planted writer) exit $rc, expected 1 ($out/night2.log)"
 n2="$h/2026-11-29__test-image_2"
-grep -q -i "regress" "$n2/small/compare.md" || fail "compare.md of night 2 reports no regression"
+grep -q -i "regress" "$n2/small.compare.md" || fail "small.compare.md of night 2 reports no regression"
+[ "$(ls "$n2/small")" = "$(printf 'junit.xml\nresults.json\nsummary.md')" ] ||
+  fail "night 2's report folder holds more than kvharness wrote: $(ls "$n2/small" | tr '\n' ' ')"
+"$kvh" run "$out/small.toml" --resume "$n2/small" --no-progress \
+  --replace-kernel reshape_and_cache_shuffle=planted_shuffle_v_token_swapped >"$out/resume.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "kvharness run --resume on night 2's report folder: exit $rc, expected 1 ($out/resume.log)"
+grep -q "did not write" "$out/resume.log" && fail "--resume refuses the night's report folder ($out/resume.log)"
+# --kvharness NAME: the harness of that name on PATH.
+PATH="$(dirname "$kvh"):$PATH" bash "$root/ci/nightly.sh" --history "$out/history-path" --kvharness "$(basename "$kvh")" \
+  --suite "small=$out/small.toml" --tag test-image:1 --date 2026-11-28 >"$out/path.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "--kvharness $(basename "$kvh") (a name on PATH): exit $rc, expected 0 ($out/path.log)"
 python3 - "$n2/night.json" <<'PY' || fail "night 2's night.json"
 import json, sys
 m = json.load(open(sys.argv[1]))

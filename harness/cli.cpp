@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <numeric>
 #include <optional>
@@ -56,6 +57,15 @@ std::string kernels_of_role(const Registry& reg, int role) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+// What an unknown kernel name may mean: a provider's kernel, and the providers that were loaded.
+std::string provider_hint(const RunOptions& o) {
+  if (o.providers.empty())
+    return " by the built-in kernels, and no --provider was given (a provider's kernel? load its module "
+           "or library: --provider python:./my_kernels.py, --provider ./libmy_kernels.so)";
+  return fmt::format(" by the built-in kernels nor by --provider {} (a typo? another provider's kernel?)",
+                     fmt::join(o.providers, ", --provider "));
+}
+
 // Loads, re-seeds, filters and validates cases. Throws CaseFileError/FilterError.
 // allow_unknown: `list --allow-unknown-kernels`: a kernel or router name no provider registered is
 // accepted (collected in unknown_kernels) so that a case file naming provider kernels and routers is
@@ -80,12 +90,15 @@ Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown =
           out.unknown_kernels.insert(fmt::format("{} {}", field, name));
           continue;
         }
-        if (!d || d->role != role)
-          throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", c.source, field, name,
+        if (!d || d->role != role) {
+          const std::string& at = field == std::string("writer") ? c.writer_source
+                                  : field == std::string("reader") ? c.reader_source : std::string();
+          throw CaseFileError(fmt::format("{}: {} '{}': {}; known {}s: {}", at.empty() ? c.source : at, field, name,
                                           d ? fmt::format("a {} kernel, not a {}",
                                                           d->role == KVH_ROLE_WRITER ? "writer" : "reader", field)
-                                            : "no kernel of that name is registered",
+                                            : "no kernel of that name is registered" + provider_hint(o),
                                           field, kernels_of_role(reg, role)));
+        }
       }
       if (!c.router_policy.empty()) {
         const auto& known = routing::policy_names();
@@ -93,7 +106,9 @@ Loaded load_cases(const RunOptions& o, const Registry& reg, bool allow_unknown =
         if (!is_known && allow_unknown) {  // a provider's router (kvharness 0.5), not loaded by `list`
           out.unknown_kernels.insert(fmt::format("router {}", c.router_policy));
         } else if (!is_known) {
-          throw CaseFileError(fmt::format("{}: router '{}': unknown policy; known: {}", c.source, c.router_policy,
+          throw CaseFileError(fmt::format("{}: router '{}': unknown policy{}; known: {}",
+                                          c.reader_source.empty() ? c.source : c.reader_source, c.router_policy,
+                                          o.providers.empty() ? " (a provider's router? load it with --provider)" : "",
                                           fmt::join(known, ", ")));
         }
       }
@@ -178,6 +193,15 @@ std::string why_nothing_matches(const RunOptions& o, const Loaded& l) {
                      fmt::join(o.case_files, " "), l.before_filter, o.filter);
 }
 
+// "FIXTURE: " before a fixture's description, unless the description says so already
+// ("REGRESSION FIXTURE: ..."): info printed "FIXTURE REGRESSION FIXTURE" on every fixture.
+std::string fixture_mark(const Kernel& d) {
+  if (!d.fixture) return "";
+  std::string upper = d.description.substr(0, 32);
+  for (char& ch : upper) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  return upper.find("FIXTURE") != std::string::npos ? "" : "FIXTURE: ";
+}
+
 // `kvharness info`: the backend, the kernels, and what case files can name.
 void print_info(const Registry& reg) {
   const auto i = device::info();
@@ -185,29 +209,35 @@ void print_info(const Registry& reg) {
              "compute units  {}\nruntime        {}\n",
              KVH_VERSION, i.backend, i.name, i.arch, i.wave_size, i.compute_units, i.runtime_version);
   if (i.memory_bytes) fmt::print("memory         {:.1f} GiB\n", double(i.memory_bytes) / (1ull << 30));
-  fmt::print("\nkernels:\n");
+  fmt::print("\nkernels (name, role, cache format, description [origin]; then what each declares):\n");
+  size_t width = 0;  // the longest name sets the column: a long provider name must not shift the rest
+  for (const auto& n : reg.names()) width = std::max(width, n.size());
   for (const auto& n : reg.names()) {
     const Kernel* d = reg.find(n);
-    fmt::print("  {:<30} {:<7} {:<8} {}{} [{}]\n", n, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
-               cache_format_name(d->cache_format), d->fixture ? "FIXTURE " : "", d->description, reg.origin(n));
+    fmt::print("  {:<{}} {:<7} {:<8} {}{} [{}]\n", n, width, d->role == KVH_ROLE_WRITER ? "writer" : "reader",
+               cache_format_name(d->cache_format), fixture_mark(*d), d->description, reg.origin(n));
+    fmt::print("  {:<{}} declares: {}\n", "", width, d->capability_summary());
     std::vector<std::string> configs;  // issue 23 (D): what a case file's launch_configs may name
     for (const auto& lc : d->launch_configs) configs.push_back(lc.name + (lc.params.empty() ? "" : " (" + lc.params + ")"));
-    if (!configs.empty()) fmt::print("  {:<30} launch_configs: {}\n", "", fmt::join(configs, ", "));
+    if (!configs.empty()) fmt::print("  {:<{}} launch_configs: {}\n", "", width, fmt::join(configs, ", "));
   }
   fmt::print("\nrouter policies (case files: routers = [NAME, ...]):\n");
   const auto& routers = reg.routers();
+  size_t pw = 22;
+  for (const auto& p : routing::policy_names()) pw = std::max(pw, p.size());
   for (const auto& p : routing::policy_names())
     if (auto r = std::find_if(routers.begin(), routers.end(), [&](const auto& x) { return x.name == p; });
         r != routers.end())
-      fmt::print("  {:<22} {}{} [{}]\n", p, r->fixture ? "FIXTURE " : "", r->description, r->origin);
+      fmt::print("  {:<{}} {}{} [{}]\n", p, pw, r->fixture && r->description.find("FIXTURE") == std::string::npos
+                                                     ? "FIXTURE: " : "", r->description, r->origin);
     else if (routing::canonical_policy(p) == p)
-      fmt::print("  {:<22} {}\n", p,
+      fmt::print("  {:<{}} {}\n", p, pw,
                  !routing::is_regression_fixture(p) ? ""
                  : p.rfind("vllm-rocm-mla-", 0) == 0  // issue 22: the MLA policies before vLLM PR 51011
                      ? "REGRESSION FIXTURE: fp8 caches of < 16 heads to the Gluon kernel (batch 1 only)"
                      : "REGRESSION FIXTURE: no head-size test");
     else
-      fmt::print("  {:<22} alias of {}\n", p, routing::canonical_policy(p));
+      fmt::print("  {:<{}} alias of {}\n", p, pw, routing::canonical_policy(p));
   fmt::print("\ntargets (case files: target = NAME, or cus=N):\n");
   for (const auto& t : routing::target_names()) fmt::print("  {:<8} {} compute units\n", t, routing::compute_units_of(t));
   fmt::print("\nmodel presets (whole model; per rank at tp: heads/tp, max(1, kv heads/tp)):\n");
@@ -462,6 +492,40 @@ void rewrite_bisect_run(Cli& k, int& argc, char**& argv) {
   for (auto& a : k.rewritten) k.rewritten_argv.push_back(a.data());
   argc = int(k.rewritten_argv.size());
   argv = k.rewritten_argv.data();
+}
+
+// Whether `dir` or a folder above it is a git work tree with a bisect in progress (BISECT_START in
+// its git dir; a linked worktree's `.git` file names that dir).
+bool git_bisect_in_progress(std::filesystem::path dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (; !dir.empty(); dir = dir.parent_path()) {
+    const fs::path dot_git = dir / ".git";
+    fs::path git_dir = dot_git;
+    if (fs::is_regular_file(dot_git, ec)) {
+      std::string line;
+      std::getline(std::ifstream(dot_git), line);
+      if (line.rfind("gitdir: ", 0) != 0) return false;
+      git_dir = fs::path(line.substr(8));
+      if (git_dir.is_relative()) git_dir = dir / git_dir;
+    } else if (!fs::is_directory(dot_git, ec)) {
+      if (dir == dir.parent_path()) break;
+      continue;
+    }
+    return fs::exists(git_dir / "BISECT_START", ec);
+  }
+  return false;
+}
+
+// Whether this run is a `git bisect run` step: --bisect (bisect-run), $KVH_BISECT set (not "0"),
+// or a bisect in progress in the working directory's repository. Only then does an exit 125 say
+// "this commit cannot be tested"; anywhere else that is jargon.
+bool bisecting(const Cli& k) {
+  if (k.bisect) return true;
+  if (const char* e = std::getenv("KVH_BISECT"); e && *e && std::string(e) != "0") return true;
+  std::error_code ec;
+  const std::filesystem::path here = std::filesystem::current_path(ec);
+  return !ec && git_bisect_in_progress(here);
 }
 
 // The default job: cases/default.toml here, else the installed one (PREFIX/bin/kvharness ->
@@ -927,7 +991,8 @@ int cli_main(int argc, char** argv) {
     if (auto done = other_commands(k); done) return *done;
     return cmd.run(argc, argv);
   } catch (const ProviderLoadError& e) {
-    return cmd.stop_before_any_case(kExitNothingRunnable, std::string(e.what()) + " (this commit cannot be tested)");
+    return cmd.stop_before_any_case(kExitNothingRunnable,
+                                    std::string(e.what()) + (bisecting(k) ? " (this commit cannot be tested)" : ""));
   } catch (const CaseFileError& e) {
     return cmd.stop_before_any_case(cmd.input_error(), e.what());
   } catch (const FilterError& e) {

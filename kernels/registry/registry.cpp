@@ -207,6 +207,49 @@ std::string Kernel::outside_capabilities(const KernelUse& u) const {
   return "";
 }
 
+// "8..640 by 8" for an arithmetic run of four or more values (MLA readers declare 80 head sizes),
+// else the values joined.
+std::string compact_list(const std::vector<int32_t>& v) {
+  bool run = v.size() >= 4 && v[1] > v[0];
+  for (size_t i = 2; run && i < v.size(); ++i) run = v[i] - v[i - 1] == v[1] - v[0];
+  if (!run) return join(v);
+  return std::to_string(v.front()) + ".." + std::to_string(v.back()) + " by " + std::to_string(v[1] - v[0]);
+}
+
+std::string Kernel::capability_summary() const {
+  const Capabilities& c = caps;
+  std::string s = dtype_list(c.dtypes);
+  s += "; head_size " + (!c.head_sizes.empty()       ? compact_list(c.head_sizes)
+                         : role == KVH_ROLE_READER ? std::string("multiples of 8 up to 256")
+                                                   : std::string("any"));
+  s += "; block_size " + (c.block_sizes.empty() ? std::string("any") : join(c.block_sizes));
+  if (const uint32_t other = c.cache_formats & ~(1u << cache_format)) {
+    std::string names;
+    for (int f = 0; f < 32; ++f)
+      if (other & (1u << f)) names += std::string(names.empty() ? "" : ", ") + cache_format_name(f);
+    s += "; also cache format " + names;
+  }
+  if (c.cache_dtypes & ~c.dtypes) s += "; cache " + dtype_list(c.cache_dtypes & ~c.dtypes);
+  if (const uint32_t g = c.kv_scales & ~(1u << KVH_SCALES_NONE)) {
+    std::string names;
+    for (int i = 1; i < 32; ++i)
+      if (g & (1u << i)) names += std::string(names.empty() ? "" : ", ") + scales_name(i);
+    s += "; kv_scales " + names;
+  }
+  if (c.max_gqa_ratio > 0) s += "; gqa <= " + std::to_string(c.max_gqa_ratio);
+  if (role == KVH_ROLE_READER && c.max_query_len > 1)
+    s += c.max_query_len == INT32_MAX ? "; query_len any" : "; query_len <= " + std::to_string(c.max_query_len);
+  if (c.modifiers) {
+    std::string names;
+    for (const auto& [bit, n] : {std::pair{KVH_MOD_SLIDING_WINDOW, "sliding_window"}, std::pair{KVH_MOD_SINKS, "sinks"},
+                                 std::pair{KVH_MOD_SOFTCAP, "softcap"}, std::pair{KVH_MOD_ALIBI, "alibi"},
+                                 std::pair{KVH_MOD_NON_CAUSAL, "non_causal"}})
+      if (c.modifiers & uint32_t(bit)) names += (names.empty() ? "" : ", ") + std::string(n);
+    s += "; modifiers " + names;
+  }
+  return s;
+}
+
 struct Registry::Opened {
   void (*close)(void*) = nullptr;
   void* context = nullptr;

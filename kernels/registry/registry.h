@@ -188,6 +188,10 @@ struct Kernel {
   /// "pa_fwd_asm declares head_size 128 only; this case has head_size 64", or
   /// "X declares no support for score modifier(s) sinks, alibi; this case uses them".
   std::string outside_capabilities(const KernelUse& use) const;
+  /// The declared capabilities in one line, for `kvharness info` (issue 25), e.g. "fp16, bf16;
+  /// head_size 64, 128; block_size any; cache fp8_e4m3fn; kv_scales tensor; gqa <= 8;
+  /// query_len <= 16; modifiers sinks, alibi". Optional parts appear only when declared.
+  std::string capability_summary() const;
   /// The declared launch configuration `name` (issue 23 (D)), or null.
   const LaunchConfig* launch_config(const std::string& name) const;
 };

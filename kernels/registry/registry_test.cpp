@@ -452,6 +452,30 @@ TEST(Capabilities, EveryDeclaredDimensionIsChecked) {
       << k2.outside_capabilities(fp8);
 }
 
+// Issue 25 (item 11): `kvharness info` shows each kernel's declaration in one line.
+TEST(Capabilities, SummaryNamesWhatIsDeclaredAndOnlyThat) {
+  static const int32_t heads[] = {64, 128}, blocks[] = {16};
+  kvh_capabilities caps{};
+  caps.head_sizes = heads, caps.num_head_sizes = 2;
+  caps.block_sizes = blocks, caps.num_block_sizes = 1;
+  caps.dtypes = 1u << KVH_DT_F16;
+  caps.cache_dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_FP8_E4M3FN);
+  caps.kv_scales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR);
+  caps.max_gqa_ratio = 8;
+  kvh_kernel_desc d = writer("declared", nullptr);
+  d.capabilities = &caps;
+  Registry reg;
+  reg.add(d, "test");
+  EXPECT_EQ(reg.find("declared")->capability_summary(),
+            "fp16; head_size 64, 128; block_size 16; cache fp8_e4m3fn; kv_scales tensor; gqa <= 8");
+  const std::string flash = reg.find("reshape_and_cache_flash")->capability_summary();
+  EXPECT_EQ(flash.rfind("fp16, bf16; head_size any; block_size any; cache fp8_e4m3fn", 0), 0u) << flash;
+  const std::string pa = reg.find("paged_attention_v1")->capability_summary();
+  EXPECT_EQ(pa.rfind("fp16, bf16; head_size multiples of 8 up to 256; block_size any", 0), 0u) << pa;
+  const std::string mla = reg.find("mla_decode")->capability_summary();  // 80 head sizes, one run
+  EXPECT_NE(mla.find("head_size 8..640 by 8;"), std::string::npos) << mla;
+}
+
 TEST(Capabilities, DefaultsAreMultiplesOf8UpTo256ForReadersAndFp16Bf16) {
   Registry reg;
   KernelUse w;

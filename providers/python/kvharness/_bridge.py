@@ -88,7 +88,10 @@ def _module_name(spec: str) -> str:
 
 
 def _import_error(spec: str, e: BaseException) -> str:
-    """'import failed: TYPE: message (file:line)', the last traceback line that is real source."""
+    """'import failed: TYPE: message (file:line)', the last traceback line that is real source,
+    outside the kvharness package when there is one (a bad decorator argument raises inside
+    kvharness/__init__.py: the user's decorator line is the one to show); plus a hint when `spec`
+    is a module name that is a file of the working directory, which is not on the module path."""
     text = traceback.format_exception_only(type(e), e)[-1].strip()
     where = ""
     if isinstance(e, SyntaxError) and e.filename:
@@ -98,9 +101,24 @@ def _import_error(spec: str, e: BaseException) -> str:
         skip = (os.path.dirname(importlib.__file__), os.path.abspath(__file__))
         frames = [f for f in traceback.extract_tb(e.__traceback__)
                   if not f.filename.startswith("<") and not os.path.abspath(f.filename).startswith(skip)]
+        package = os.path.dirname(os.path.abspath(kvharness.__file__)) + os.sep
+        users = [f for f in frames if not os.path.abspath(f.filename).startswith(package)]
+        frames = users or frames  # a kvharness.stacks adapter's own error stays in the package
         if frames:
             where = _where(frames[-1].filename, frames[-1].lineno)
-    return f"import failed: {text}" + (f" ({where})" if where else "")
+    return f"import failed: {text}" + (f" ({where})" if where else "") + _file_hint(spec, e)
+
+
+def _file_hint(spec: str, e: BaseException) -> str:
+    """'; ... python:./NAME.py' when module `spec` is not found but is a .py file here: the
+    embedded interpreter does not put the working directory on sys.path."""
+    if not isinstance(e, ModuleNotFoundError) or spec.endswith(".py") or os.sep in spec:
+        return ""
+    path = spec.replace(".", os.sep) + ".py"
+    if e.name not in (spec, spec.split(".")[0]) or not os.path.isfile(path):
+        return ""
+    return (f"; {path} is a file of the working directory, which is not on the module path: "
+            f"give its path, --provider python:.{os.sep}{path}")
 
 
 def _short(path: str) -> str:

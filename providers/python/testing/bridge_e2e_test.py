@@ -16,6 +16,9 @@ TEST is one of:
                        --replace-kernel, also in summary.md's header); a crash two modules down names the
                        provider's line and the stack's; summary.md groups crashes and refusals by (kernel, message)
   unimportable_module  a module whose import fails: exit 125 before any case, the module and its failing line
+  provider_errors      a bad decorator argument names the user's file:line; exit 125's bisect wording only under a
+                       bisect; python:NAME from its own folder suggests python:./NAME.py; an unknown kernel names
+                       the line of its name and hints at --provider
   abi_v1_provider_cli  an ABI 1 provider library loads through --provider (kvharness info)
   standalone_bridge    `cmake -S providers/python -B DIR && cmake --build DIR` builds the bridge alone, and
                        $KVH_PYTHON_BRIDGE makes kvharness use it (a wrong path: exit 125 naming it)
@@ -280,6 +283,93 @@ def unimportable_module(args):
     p = run(args, "list", "cases/python.toml", "--provider", "python:no_such_module_anywhere")
     check(p.returncode == 125 and "No module named 'no_such_module_anywhere'" in p.stderr,
           f"a module that is not on the path: exit 125 (got {p.returncode})")
+
+
+def provider_errors(args):
+    """Issue 25 (item 6): what a newcomer's mistakes print. A bad decorator argument names the user's
+    file:line, not kvharness/__init__.py; exit 125 says "this commit cannot be tested" only under a
+    bisect (bisect-run, $KVH_BISECT); `python:NAME` from the module's own folder suggests
+    python:./NAME.py; an unknown kernel name points at its line in `writers =` / `readers =` and
+    hints at --provider."""
+    work = os.path.abspath(args.out + "-work")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    kvh = os.path.abspath(args.kvharness)
+    env = {k: v for k, v in os.environ.items() if k != "KVH_BISECT"}
+
+    def kv(*cli, cwd=work, extra_env=None):
+        print("$ (cd " + cwd + ") kvharness " + " ".join(cli))
+        p = subprocess.run([kvh, *cli], capture_output=True, text=True, cwd=cwd, env={**env, **(extra_env or {})})
+        sys.stderr.write(p.stderr[-1500:])
+        return p
+
+    with open(os.path.join(work, "bad_decorator.py"), "w") as f:
+        f.write("from kvharness import writer\n\n\n"
+                "@writer(\"my_writer\", cache_format=\"flsh\")  # line 4: a typo in the format\n"
+                "def write(key, value, key_cache, value_cache, slot_mapping, block_size):\n    pass\n")
+    with open(os.path.join(work, "my_kernels.py"), "w") as f:
+        f.write("from kvharness import writer\n\n\n@writer(\"my_writer\", cache_format=\"flash\")\n"
+                "def write(key, value, key_cache, value_cache, slot_mapping, block_size):\n"
+                "    key_cache.view(-1)[0] = 0\n")
+    cases = os.path.join(work, "cases.toml")
+    with open(cases, "w") as f:
+        f.write("""seeds = [1]
+
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["separate"]
+num_tokens = [4]
+block_sizes = [16]
+dtypes = ["fp16"]
+writers = ["reshape_and_cache_flash",
+           "my_writer"]
+
+[[attention]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["separate"]
+batch_sizes = [1]
+context_lens = [1, 40]
+block_sizes = [16]
+dtypes = ["fp16"]
+readers = ["my_reader"]
+""")
+    report = os.path.join(work, "report")
+
+    p = kv("run", cases, "--provider", "python:bad_decorator.py", "--report-dir", report, "--no-progress")
+    check(p.returncode == 125, f"a bad decorator argument: exit 125 (got {p.returncode})")
+    check("bad_decorator.py:4" in p.stderr and "kvharness/__init__.py" not in p.stderr,
+          "the error names the user's decorator line bad_decorator.py:4, not the kvharness package")
+    check("cannot be tested" not in p.stderr, "outside a bisect: no bisect jargon")
+    p = kv("run", cases, "--provider", "python:bad_decorator.py", "--report-dir", report, "--no-progress",
+           extra_env={"KVH_BISECT": "1"})
+    check(p.returncode == 125 and "(this commit cannot be tested)" in p.stderr, "KVH_BISECT=1: the bisect wording")
+    p = kv("bisect-run", cases, "--provider", "python:bad_decorator.py", "--report-dir", report)
+    check(p.returncode == 125 and "(this commit cannot be tested)" in p.stderr, "bisect-run: the bisect wording")
+
+    p = kv("run", cases, "--provider", "python:my_kernels", "--report-dir", report, "--no-progress")
+    check(p.returncode == 125 and "No module named 'my_kernels'" in p.stderr and "python:./my_kernels.py" in p.stderr,
+          f"python:my_kernels from its own folder suggests python:./my_kernels.py (exit {p.returncode})")
+
+    # Unknown kernels: the line of the name (line 11 of the writers array; readers on line 21), and --provider.
+    p = kv("run", cases, "--report-dir", report, "--no-progress")
+    check(p.returncode == 2 and f"{cases}:11: writer 'my_writer'" in p.stderr,
+          f"an unknown writer points at its line in writers = (exit {p.returncode})")
+    check("no --provider was given" in p.stderr and "--provider python:./my_kernels.py" in p.stderr,
+          "and says no --provider was given, with an example")
+    p = kv("run", cases, "--provider", "python:./my_kernels.py", "--report-dir", report, "--no-progress")
+    check(p.returncode == 2 and f"{cases}:21: reader 'my_reader'" in p.stderr
+          and "nor by --provider python:./my_kernels.py" in p.stderr,
+          f"an unknown reader points at readers = and names the providers loaded (exit {p.returncode})")
+    routed = os.path.join(work, "routed.toml")
+    with open(routed, "w") as f:
+        f.write("[[attention]]\nmodels = [\"Qwen3-235B-A22B\"]\ntp = 8\nlayouts = [\"separate\"]\nbatch_sizes = [1]\n"
+                "context_lens = [1, 40]\nblock_sizes = [16]\ndtypes = [\"fp16\"]\n"
+                "routers = [\"aiter-v0.1.12\",\n           \"my_router\"]\n")  # my_router: line 10
+    p = kv("list", routed)
+    check(p.returncode == 2 and f"{routed}:10: router 'my_router': unknown policy (a provider's router?" in p.stderr,
+          f"an unknown router points at its line in routers = and hints at --provider (exit {p.returncode})")
 
 
 def standalone_bridge(args):
@@ -583,6 +673,7 @@ def abi_v1_provider_cli(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("test", choices=["torch_cases", "planted_failures", "findings", "unimportable_module", "abi_v1_provider_cli",
+                                     "provider_errors",  # issue 25
                                      "standalone_bridge", "virtualenv", "triton_case_file", "timing_cpu",
                                      "mla_torch", "triton_mla_case_file",
                                      "launch_configs"])  # issue 23 (D)
