@@ -130,6 +130,25 @@ std::string relabel(const RunReport& r, const std::string& text) {
   return out;
 }
 
+// The --replace-kernel labels of the kernels `cr` ran (writer, reader, the reader its router picked).
+std::vector<std::string> replaced_in(const RunReport& r, const CaseResult& cr) {
+  std::vector<std::string> out;
+  for (const std::string* k : {&cr.c.writer, &cr.c.reader, &cr.routed_to})
+    if (auto it = r.replaced_kernels.find(*k); !k->empty() && it != r.replaced_kernels.end() &&
+                                               std::find(out.begin(), out.end(), it->second) == out.end())
+      out.push_back(it->second);
+  return out;
+}
+
+// A row's name as the reader must see it: a named row ("after fix") that ran a substitute says so
+// ("after fix — reshape_and_cache_shuffle (replaced by X)"); a row named by its kernels has them relabelled.
+std::string row_label(const RunReport& r, const std::string& variant, const std::vector<std::string>& replaced) {
+  std::string out = relabel(r, variant);
+  for (const auto& label : replaced)
+    if (out.find(label) == std::string::npos) out += " — " + label;
+  return md_text(out);
+}
+
 // What a matrix cell covers, each axis named by what it counts, numbers in increasing order: a write
 // case's batch_size counts tokens, a decode case's sequences. "block_size 16; batches of 2, 4, 160
 // sequences; bf16".
@@ -165,8 +184,10 @@ void write_matrices(std::string& out, const RunReport& r) {
     std::map<std::pair<std::string, std::string>, Cell> cells;
     std::set<int64_t> block_sizes, batch_sizes;
     Ordered dtypes;
+    std::map<std::string, Ordered> replaced;  // per row: the substitutes its cases ran
     for (const CaseResult* cr : groups[key]) {
       rows.add(cr->c.variant());
+      for (const auto& label : replaced_in(r, *cr)) replaced[cr->c.variant()].add(label);
       cols.add(to_string(cr->c.layout));
       cells[{cr->c.variant(), to_string(cr->c.layout)}].add(*cr);
       block_sizes.insert(cr->c.block_size);
@@ -181,7 +202,7 @@ void write_matrices(std::string& out, const RunReport& r) {
     for (size_t i = 0; i < cols.items.size(); ++i) out += "---|";
     out += "\n";
     for (const auto& row : rows.items) {
-      out += "| " + md_text(relabel(r, row)) + " |";
+      out += "| " + row_label(r, row, replaced[row].items) + " |";
       for (const auto& c : cols.items) out += " " + cells[{row, c}].text() + " |";
       out += "\n";
     }
@@ -221,7 +242,7 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
                                                               : md_text(fmt::format("{} ({})", relabel(r, cr.routed_to),
                                                                                     cr.c.router_policy));
       const std::string us = !timed ? "" : cr.v.kernel_us ? fmt::format(" {:.1f} |", *cr.v.kernel_us) : " — |";
-      out += fmt::format("| {} |{}{} {} | {} | {} | {} |{}\n", md_text(relabel(r, cr.c.variant())),
+      out += fmt::format("| {} |{}{} {} | {} | {} | {} |{}\n", row_label(r, cr.c.variant(), replaced_in(r, cr)),
                          show_hd ? fmt::format(" {} |", cr.c.head_size) : "",
                          show_layout ? fmt::format(" {} |", to_string(cr.c.layout)) : "", cr.c.batch_size, verdict, err,
                          routed, us);
@@ -243,7 +264,7 @@ void write_pipeline_tables(std::string& out, const RunReport& r) {
         ++n;
         if (cr.v.status == Status::Pass) ++pass;
         else if (cr.v.status != Status::Unsupported) {
-          const std::string f = fmt::format("{} ({}{})", md_text(relabel(r, cr.c.variant())),
+          const std::string f = fmt::format("{} ({}{})", row_label(r, cr.c.variant(), replaced_in(r, cr)),
                                             cr.expected ? "xfail " : "", cr.v.reason);
           failed.add(f);
           ++times[f];
