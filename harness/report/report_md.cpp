@@ -64,9 +64,9 @@ bool name_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) ||
 
 // Strings from outside the harness (a kernel's exception text, a case file's `why`, model and variant
 // names, a provider's kernel names) as Markdown text that renders as written and nothing else: HTML's
-// < and & as entities (no tag or entity of theirs survives), the Markdown punctuation that could start emphasis, code, a
-// link or a table cell backslash-escaped, and one line (a newline reads " ⏎ "). A `>` without its
-// `<` starts no tag and stays, so "a -> b" reads as written.
+// < and & as entities (no tag or entity of theirs survives), the Markdown punctuation that could start
+// emphasis, code, a link or a table cell backslash-escaped, and one line (a newline reads " ⏎ "). A `>`
+// without its `<` starts no tag and stays, so "a -> b" reads as written.
 std::string md_text(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -104,7 +104,9 @@ std::string code(const std::string& s, bool in_table = false) {
 }
 
 // "1 token", "2 sequences": a count with its noun, singular or plural.
-std::string counted(int64_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+std::string counted(int64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
 
 // "2, 4, 160": numbers in increasing order.
 std::string ascending(const std::set<int64_t>& values) { return fmt::format("{}", fmt::join(values, ", ")); }
@@ -155,10 +157,11 @@ std::string row_label(const RunReport& r, const std::string& variant, const std:
 std::string batch_axes(CaseKind kind, const std::set<int64_t>& block_sizes, const std::set<int64_t>& batch_sizes,
                        const std::vector<std::string>& dtypes) {
   const bool write = kind == CaseKind::Write;
+  const char* many = write ? "tokens" : "sequences";
   const std::string batches =
       batch_sizes.size() == 1
-          ? fmt::format("a batch of {}", counted(*batch_sizes.begin(), write ? "token" : "sequence", write ? "tokens" : "sequences"))
-          : fmt::format("batches of {} {}", ascending(batch_sizes), write ? "tokens" : "sequences");
+          ? fmt::format("a batch of {}", counted(*batch_sizes.begin(), write ? "token" : "sequence", many))
+          : fmt::format("batches of {} {}", ascending(batch_sizes), many);
   return fmt::format("block_size {}; {}; {}", ascending(block_sizes), batches, fmt::join(dtypes, ", "));
 }
 
@@ -304,7 +307,8 @@ void write_failure(std::string& out, int n, const CaseResult& cr) {
     out += fmt::format("- also: {} {}: {}\n", cr.v.causes[k].component, cr.v.causes[k].reason,
                        md_text(cr.v.causes[k].detail));
   for (const auto& k : cr.v.causes)
-    if (!k.expected_by.empty()) out += fmt::format("- {} {} expected by {}\n", k.component, k.reason, md_text(k.expected_by));
+    if (!k.expected_by.empty())
+      out += fmt::format("- {} {} expected by {}\n", k.component, k.reason, md_text(k.expected_by));
   if (!cr.context_lens.empty() && cr.context_lens.size() <= 16)
     out += fmt::format("- context_lens {}\n", fmt::join(cr.context_lens, ", "));
   if (!cr.query_lens.empty() && cr.query_lens.size() <= 16)  // a ragged case: token J of a sequence is its J-th new token
@@ -412,7 +416,8 @@ void write_header(std::string& out, const RunReport& r) {
   std::vector<std::string> files, providers;
   for (const auto& f : r.case_files) files.push_back(code(f));
   for (const auto& p : r.providers) providers.push_back(code(p));
-  out += fmt::format("- case files: {}; filter {}; seed {}\n", files.empty() ? "—" : fmt::format("{}", fmt::join(files, ", ")),
+  out += fmt::format("- case files: {}; filter {}; seed {}\n",
+                     files.empty() ? "—" : fmt::format("{}", fmt::join(files, ", ")),
                      r.filter.empty() ? "none" : code(r.filter),
                      r.seed ? std::to_string(*r.seed) : "the case files'");
   out += fmt::format("- providers (--provider): {}\n",
@@ -500,32 +505,23 @@ void write_unexpected(std::string& out, const RunReport& r) {
   }
 }
 
-// Counts per (model, kind), models in the order of the run.
+// Counts per (model, kind) in the run's one scheme (report.h Outcome), models in the order of the run.
 void write_per_model(std::string& out, const RunReport& r) {
-  out += "\n## Per model\n\n| model | kind | cases | PASS | unexpected | xfail | XPASS | UNSUPPORTED |\n"
-         "|---|---|---|---|---|---|---|---|\n";
-  struct Row {
-    int cases = 0, pass = 0, unexpected = 0, xfail = 0, xpass = 0, unsupported = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Row> per_model;
+  out += "\n## Per model\n\n| model | kind | cases | PASS | FAIL | XFAIL | XPASS | CRASH | UNSUPPORTED |\n"
+         "|---|---|---|---|---|---|---|---|---|\n";
+  std::map<std::pair<std::string, std::string>, Counts> per_model;
   Ordered models;
   for (const auto& cr : r.results) {
-    Row& row = per_model[{cr.c.model, to_string(cr.c.kind)}];
-    ++row.cases;
-    row.pass += cr.v.status == Status::Pass;
-    row.unexpected += cr.unexpected_failure();
-    row.xfail += cr.expected;
-    row.xpass += cr.v.status == Status::Xpass;
-    row.unsupported += cr.v.status == Status::Unsupported;
+    per_model[{cr.c.model, to_string(cr.c.kind)}].add(outcome_of(cr.v.status, cr.expected));
     models.add(cr.c.model);
   }
   for (const auto& m : models.items)
     for (const char* kind : {"write", "attention", "pipeline"}) {
       auto it = per_model.find({m, kind});
       if (it == per_model.end()) continue;
-      const Row& c = it->second;
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", md_text(m), kind, c.cases, c.pass, c.unexpected, c.xfail,
-                         c.xpass, c.unsupported);
+      const Counts& c = it->second;
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_text(m), kind, c.cases, c.pass, c.fail,
+                         c.xfail, c.xpass, c.crash, c.unsupported);
     }
 }
 

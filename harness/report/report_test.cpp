@@ -567,7 +567,12 @@ TEST(Report, OneCountingSchemeForRunSummaryJsonJunitAndCompare) {
   const Counts n = count(r);
   EXPECT_EQ(counts_text(n), want);
   EXPECT_EQ(n.unexpected(), 2);
-  EXPECT_NE(summary_markdown(r).find("- 6 cases: " + want + "\n- **2 unexpected failure(s)**"), std::string::npos);
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("- 6 cases: " + want + "\n- **2 unexpected failure(s)**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| model | kind | cases | PASS | FAIL | XFAIL | XPASS | CRASH | UNSUPPORTED |\n|---|---|---|---|---|---|"
+                    "---|---|---|\n| M | write | 5 | 1 | 1 | 1 | 1 | 0 | 1 |\n| M | attention | 1 | 0 | 0 | 1 | 0 | 0 | 0 |\n"),
+            std::string::npos)
+      << "the per-model table counts in the same classes: " << md;
   EXPECT_NE(junit_xml(r).find("<property name=\"counts\" value=\"" + want + "\"/>"), std::string::npos);
   const auto j = nlohmann::json::parse(results_json(r));
   EXPECT_EQ(j["counts"]["fail"], 1);
