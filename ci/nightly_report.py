@@ -28,6 +28,7 @@ import argparse
 import html
 import json
 import os
+import re
 import sys
 from collections import Counter, defaultdict
 
@@ -223,8 +224,24 @@ def number(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else -1
 
 
+def relabel(text, replaced):
+    """`text` with every whole-word kernel name --replace-kernel replaced written as its label,
+    "REAL (replaced by WITH)" (results.json replaced_kernels), as summary.md names it."""
+    for real, label in (replaced or {}).items():
+        if isinstance(real, str) and isinstance(label, str) and real:
+            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(real)}(?![A-Za-z0-9_])", lambda _m, l=label: l, text)
+    return text
+
+
+def substitute(label):
+    """"python:mod:WITH" of a replaced_kernels label "REAL (replaced by python:mod:WITH)"."""
+    m = re.search(r" \(replaced by (.*)\)$", str(label))
+    return m.group(1) if m else str(label)
+
+
 def render_heatmap(suite, res):
     cases = res["cases"]
+    replaced = res.get("replaced_kernels") if isinstance(res.get("replaced_kernels"), dict) else {}
     layouts = list(dict.fromkeys(c.get("layout") or "-" for c in cases))  # first seen, as in summary.md
     groups = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for c in cases:
@@ -232,7 +249,9 @@ def render_heatmap(suite, res):
         groups[key][c.get("variant") or "-"][c.get("layout") or "-"].append(c)
     out = [f"<section class='suite'><h2>Suite {esc(suite)}</h2>",
            f"<p>{len(cases)} cases ({esc(counts_text(cases))}) from {esc(', '.join(res.get('case_files') or []))}; "
-           f"{esc(res.get('backend'))} on {esc(res.get('device'))}, {esc(res.get('tool_version'))}</p>",
+           f"{esc(res.get('backend'))} on {esc(res.get('device'))}, {esc(res.get('tool_version'))}"
+           + "".join(f"; --replace-kernel {esc(real)} -&gt; {esc(substitute(label))}"
+                     for real, label in sorted(replaced.items())) + "</p>",
            f"<table class='heatmap' data-suite='{esc(suite)}'><thead><tr><th>model / tp / head size / variant</th>"]
     out += [f"<th>{esc(l)}</th>" for l in layouts]
     out.append("</tr></thead><tbody>")
@@ -241,7 +260,7 @@ def render_heatmap(suite, res):
         out.append(f"<tr class='group'><th colspan='{len(layouts) + 1}'>{esc(model)}, tp {esc(tp if tp >= 0 else '-')}, "
                    f"head_size {esc(hs if hs >= 0 else '-')}</th></tr>")
         for variant in groups[key]:  # first seen
-            out.append(f"<tr><th class='variant'>{esc(variant)}</th>")
+            out.append(f"<tr><th class='variant'>{esc(relabel(str(variant), replaced))}</th>")
             for l in layouts:
                 cell = groups[key][variant].get(l)
                 if not cell:

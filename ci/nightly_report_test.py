@@ -40,6 +40,16 @@ class Heatmap(unittest.TestCase):
         self.assertEqual(heads, ["separate", "kv_first", "interleaved"], "layouts in the order of the results")
 
 
+class Replaced(unittest.TestCase):
+    def test_rows_that_ran_a_substitute_say_so(self):
+        res = {"cases": [case(0, variant="reshape_and_cache_shuffle"), case(1, variant="reshape_and_cache_shuffle_v2")],
+               "replaced_kernels": {"reshape_and_cache_shuffle": "reshape_and_cache_shuffle (replaced by planted:p)"}}
+        page = n.render_heatmap("s", res)
+        self.assertIn("<th class='variant'>reshape_and_cache_shuffle (replaced by planted:p)</th>", page)
+        self.assertIn("<th class='variant'>reshape_and_cache_shuffle_v2</th>", page, "whole names only")
+        self.assertIn("; --replace-kernel reshape_and_cache_shuffle -&gt; planted:p</p>", page)
+
+
 class Escaping(unittest.TestCase):
     def test_strings_from_results_files_are_escaped(self):
         img = "<img src=x onerror=alert(1)>"
