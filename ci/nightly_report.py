@@ -260,7 +260,12 @@ def render_heatmap(suite, res):
         out.append(f"<tr class='group'><th colspan='{len(layouts) + 1}'>{esc(model)}, tp {esc(tp if tp >= 0 else '-')}, "
                    f"head_size {esc(hs if hs >= 0 else '-')}</th></tr>")
         for variant in groups[key]:  # first seen
-            out.append(f"<tr><th class='variant'>{esc(relabel(str(variant), replaced))}</th>")
+            row = relabel(str(variant), replaced)
+            for l in dict.fromkeys(replaced[k] for cs in groups[key][variant].values() for c in cs
+                                   for k in (c.get("writer"), c.get("reader"), c.get("routed_to")) if k in replaced):
+                if str(l) not in row:  # a named row ("after fix") that ran a substitute says so
+                    row += f" — {l}"
+            out.append(f"<tr><th class='variant'>{esc(row)}</th>")
             for l in layouts:
                 cell = groups[key][variant].get(l)
                 if not cell:

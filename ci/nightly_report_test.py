@@ -48,6 +48,8 @@ class Replaced(unittest.TestCase):
         self.assertIn("<th class='variant'>reshape_and_cache_shuffle (replaced by planted:p)</th>", page)
         self.assertIn("<th class='variant'>reshape_and_cache_shuffle_v2</th>", page, "whole names only")
         self.assertIn("; --replace-kernel reshape_and_cache_shuffle -&gt; planted:p</p>", page)
+        named = n.render_heatmap("s", dict(res, cases=[case(2, variant="after fix", writer="reshape_and_cache_shuffle")]))
+        self.assertIn("<th class='variant'>after fix — reshape_and_cache_shuffle (replaced by planted:p)</th>", named)
 
 
 class Escaping(unittest.TestCase):
