@@ -35,7 +35,7 @@ LOG="$OUT/gpu_features.log"; SUMMARY="$OUT/summary.md"
 : > "$LOG"; echo "# GPU evidence ($(date -u +%FT%TZ))" > "$SUMMARY"
 FAILED=0
 want() { [[ " $STEPS " == *" $1 "* ]]; }
-counts() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); c=j['counts']; print(f\"{c['cases']} cases: {c['pass']} PASS, {c['fail']} FAIL, {c['crash']} CRASH, {c['unsupported']} UNSUPPORTED; {c['unexpected_failures']} unexpected\")" "$1" 2>/dev/null || echo "(no results.json)"; }
+counts() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); c=j['counts']; print(f\"{c['cases']} cases: {c['pass']} PASS, {c['fail']} FAIL, {c.get('xfail', 0)} XFAIL, {c['xpass']} XPASS, {c['crash']} CRASH, {c['unsupported']} UNSUPPORTED; {c['unexpected_failures']} unexpected\")" "$1" 2>/dev/null || echo "(no results.json)"; }
 # step NAME EXPECTED_RC CMD...: runs CMD, logs it, records rc and seconds; a different rc is a failure.
 step() {
   local name=$1 want_rc=$2; shift 2

@@ -14,9 +14,12 @@ The page shows, for the newest night (or --night KEY):
      bad = unexpected FAIL, CRASH, XPASS), with each suite's compare output folded below;
   2. the per-night trend of pass/fail counts per suite (all nights of the history);
   3. a heat map per suite: one row per kernel variant, one column per layout, rows grouped
-     by model and head size; a cell holds the cases of that (model, head size, variant,
-     layout) and takes the colour of its worst outcome; hovering shows that case's verdict,
-     reason and max error, clicking copies its repro command line.
+     by model, tp and head size (numbers in increasing order; variants and layouts in the order
+     of the results, as summary.md has them); a cell holds the cases of that (model, tp, head
+     size, variant, layout) and takes the colour of its worst outcome; hovering shows that case's
+     verdict, reason and max error, clicking copies its repro command line.
+Counts use kvharness's one scheme (harness/report/report.h Outcome, counts_text): an expected
+FAIL or CRASH is XFAIL. Every string from a results file is HTML-escaped (esc).
 Everything (styles, the few lines of script) is inline; nothing is fetched.
 
 Usage: nightly_report.py HISTORY [--night KEY] [--out FILE]   (default FILE: HISTORY/index.html)
@@ -26,20 +29,22 @@ import argparse
 import html
 import json
 import os
+import re
 import sys
 from collections import Counter, defaultdict
 
 # Outcome classes, worst first: the cell colour is the worst class among its cases.
-CLASSES = ["CRASH", "FAIL", "XPASS", "OTHER", "XFAIL", "PASS", "UNSUPPORTED"]
+CLASSES = ["CRASH", "FAIL", "XPASS", "OTHER", "INTERRUPTED", "XFAIL", "PASS", "UNSUPPORTED"]
 BAD = {"CRASH", "FAIL", "XPASS", "OTHER"}
 MAX_DIFF_ROWS = 15  # rows of the diff table; the rest is in each suite's compare output
 COLOURS = {
     "CRASH": "#7f0000", "FAIL": "#d7301f", "XPASS": "#fd8d3c", "OTHER": "#b15928",
-    "XFAIL": "#bcbddc", "PASS": "#41ab5d", "UNSUPPORTED": "#e0e0e0",
+    "INTERRUPTED": "#969696", "XFAIL": "#bcbddc", "PASS": "#41ab5d", "UNSUPPORTED": "#e0e0e0",
 }
 LEGEND = {
     "CRASH": "crash", "FAIL": "unexpected FAIL", "XPASS": "XPASS (expected FAIL passed)",
-    "OTHER": "unknown verdict", "XFAIL": "expected FAIL", "PASS": "PASS", "UNSUPPORTED": "unsupported",
+    "OTHER": "unknown verdict", "INTERRUPTED": "interrupted (no verdict)", "XFAIL": "expected FAIL or CRASH",
+    "PASS": "PASS", "UNSUPPORTED": "unsupported",
 }
 
 
@@ -48,13 +53,27 @@ class HistoryError(Exception):
 
 
 def outcome(case):
-    """Outcome class of one results.json case entry (harness/report/compare.h's rules)."""
+    """Outcome class of one results.json case entry: report.h's outcome_of, as compare reads it
+    (an expected FAIL or CRASH is XFAIL; files older than "expected_failure" mark a FAIL "fixture")."""
     v = case.get("verdict")
     if v == "FAIL":
-        return "XFAIL" if case.get("expected_failure") else "FAIL"
-    if v in ("PASS", "UNSUPPORTED", "CRASH", "XPASS", "INTERRUPTED"):
+        return "XFAIL" if case.get("expected_failure", case.get("fixture")) is True else "FAIL"
+    if v == "CRASH":
+        return "XFAIL" if case.get("expected_failure") is True else "CRASH"
+    if v in ("PASS", "UNSUPPORTED", "XPASS", "INTERRUPTED"):
         return v
     return "OTHER"
+
+
+def counts_text(cases):
+    """The counts of `cases` spelled as `kvharness run` and compare spell them (report.h counts_text)."""
+    n = Counter(outcome(c) for c in cases)
+    s = ", ".join(f"{n[k]} {k}" for k in ("PASS", "FAIL", "XFAIL", "XPASS", "CRASH", "UNSUPPORTED"))
+    if n["INTERRUPTED"]:
+        s += f", {n['INTERRUPTED']} INTERRUPTED"
+    if n["OTHER"]:
+        s += f", {n['OTHER']} other"
+    return s
 
 
 def load_json(path):
@@ -197,30 +216,61 @@ def render_trend(nights):
                 f"title='{esc(LEGEND[k])}: {n[k]}'></span>" for k in reversed(CLASSES) if n[k])
             bad = sum(n[k] for k in BAD)
             ec = meta["suites"].get(s, {}).get("exit_code")
-            out.append(f"<td><div class='bar'>{bar}</div>{n['PASS']} pass, {bad} bad, {n['XFAIL']} xfail, "
-                       f"{n['UNSUPPORTED']} unsupported (exit {esc(ec)})</td>")
+            out.append(f"<td><div class='bar'>{bar}</div>{esc(counts_text(res['cases']))}; {bad} unexpected "
+                       f"(exit {esc(ec)})</td>")
         out.append("</tr>")
     return "\n".join(out + ["</tbody></table></section>"])
 
 
+def number(v):
+    """A results.json number field as a sort key: missing or not a number sorts first."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else -1
+
+
+def relabel(text, replaced):
+    """`text` with every whole-word kernel name --replace-kernel replaced written as its label,
+    "REAL (replaced by WITH)" (results.json replaced_kernels), as summary.md names it."""
+    for real, label in (replaced or {}).items():
+        if isinstance(real, str) and isinstance(label, str) and real:
+            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(real)}(?![A-Za-z0-9_])", lambda _m, l=label: l, text)
+    return text
+
+
+def substitute(label):
+    """"python:mod:WITH" of a replaced_kernels label "REAL (replaced by python:mod:WITH)"."""
+    m = re.search(r" \(replaced by (.*)\)$", str(label))
+    return m.group(1) if m else str(label)
+
+
 def render_heatmap(suite, res):
     cases = res["cases"]
-    layouts = sorted({c.get("layout") or "-" for c in cases})
+    replaced = res.get("replaced_kernels") if isinstance(res.get("replaced_kernels"), dict) else {}
+    layouts = list(dict.fromkeys(c.get("layout") or "-" for c in cases))  # first seen, as in summary.md
     groups = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for c in cases:
-        groups[(c.get("model") or "-", c.get("head_size") or 0)][c.get("variant") or "-"][c.get("layout") or "-"].append(c)
+        key = (str(c.get("model") or "-"), number(c.get("tp")), number(c.get("head_size")))
+        groups[key][c.get("variant") or "-"][c.get("layout") or "-"].append(c)
     out = [f"<section class='suite'><h2>Suite {esc(suite)}</h2>",
-           f"<p>{len(cases)} cases from {esc(', '.join(res.get('case_files') or []))}; "
-           f"{esc(res.get('backend'))} on {esc(res.get('device'))}, {esc(res.get('tool_version'))}</p>",
-           f"<table class='heatmap' data-suite='{esc(suite)}'><thead><tr><th>model / head size / variant</th>"]
+           f"<p>{len(cases)} cases ({esc(counts_text(cases))}) from {esc(', '.join(res.get('case_files') or []))}; "
+           f"{esc(res.get('backend'))} on {esc(res.get('device'))}, {esc(res.get('tool_version'))}"
+           + "".join(f"; --replace-kernel {esc(real)} -&gt; {esc(substitute(label))}"
+                     for real, label in sorted(replaced.items())) + "</p>",
+           f"<table class='heatmap' data-suite='{esc(suite)}'><thead><tr><th>model / tp / head size / variant</th>"]
     out += [f"<th>{esc(l)}</th>" for l in layouts]
     out.append("</tr></thead><tbody>")
-    for (model, hs) in sorted(groups):
-        out.append(f"<tr class='group'><th colspan='{len(layouts) + 1}'>{esc(model)}, head_size {esc(hs)}</th></tr>")
-        for variant in sorted(groups[(model, hs)]):
-            out.append(f"<tr><th class='variant'>{esc(variant)}</th>")
+    for key in sorted(groups):
+        model, tp, hs = key
+        out.append(f"<tr class='group'><th colspan='{len(layouts) + 1}'>{esc(model)}, tp {esc(tp if tp >= 0 else '-')}, "
+                   f"head_size {esc(hs if hs >= 0 else '-')}</th></tr>")
+        for variant in groups[key]:  # first seen
+            row = relabel(str(variant), replaced)
+            for l in dict.fromkeys(replaced[k] for cs in groups[key][variant].values() for c in cs
+                                   for k in (c.get("writer"), c.get("reader"), c.get("routed_to")) if k in replaced):
+                if str(l) not in row:  # a named row ("after fix") that ran a substitute says so
+                    row += f" — {l}"
+            out.append(f"<tr><th class='variant'>{esc(row)}</th>")
             for l in layouts:
-                cell = groups[(model, hs)][variant].get(l)
+                cell = groups[key][variant].get(l)
                 if not cell:
                     out.append("<td class='empty'></td>")
                     continue

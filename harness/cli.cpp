@@ -272,7 +272,7 @@ int bench_suites_main(const std::vector<std::string>& suites, const std::string&
     fmt::print("## bench --suite {}\n\n{} cases in {:.2f} s ({:.1f} cases/s) on {} ({}); {} PASS, {} unexpected; "
                "report {}\n\n{}\n",
                suite, rep.results.size(), wall, wall > 0 ? double(rep.results.size()) / wall : 0.0, rep.backend,
-               rep.device, n.pass, n.unexpected, o.report_dir, time_profile_markdown(rep, 5));
+               rep.device, n.pass, n.unexpected(), o.report_dir, time_profile_markdown(rep, 5));
     worst = std::max(worst, rep.exit_code);
   }
   return worst;
@@ -645,10 +645,9 @@ int merge_main(Cli& k) {
     check_report_dir(k.merge_out);
     write_report_files(m, k.merge_out);
     const Counts n = count(m);
-    fmt::print("merged {} runs: {} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected\n"
-               "report: {}/summary.md\n",
-               k.merge_inputs.size(), m.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
-               m.complete ? "" : " (INCOMPLETE: " + m.stopped_because + ")", n.unexpected, k.merge_out);
+    fmt::print("merged {} runs: {} cases: {}{}; {} unexpected\nreport: {}/summary.md\n", k.merge_inputs.size(),
+               m.results.size(), counts_text(n), m.complete ? "" : " (INCOMPLETE: " + m.stopped_because + ")",
+               n.unexpected(), k.merge_out);
     return m.exit_code;
   } catch (const std::exception& e) {
     fmt::print(stderr, "kvharness merge: {}\n", e.what());
@@ -850,10 +849,8 @@ class RunCommand {
   void print_end(const RunReport& rep) const {
     const Counts n = count(rep);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - k_.started).count();
-    fmt::print("{} cases: {} PASS, {} FAIL, {} CRASH, {} XPASS, {} UNSUPPORTED{}; {} unexpected, {} expected "
-               "failure(s)\nwall time: {:.1f} s{}\nreport: {}/summary.md\n",
-               rep.results.size(), n.pass, n.fail, n.crash, n.xpass, n.unsupported,
-               rep.complete ? "" : " (INCOMPLETE)", n.unexpected, n.expected, wall,
+    fmt::print("{} cases: {}{}; {} unexpected\nwall time: {:.1f} s{}\nreport: {}/summary.md\n", rep.results.size(),
+               counts_text(n), rep.complete ? "" : " (INCOMPLETE)", n.unexpected(), wall,
                wall >= 60 ? " (" + human_duration(wall) + ")" : "", o_.report_dir);
     if (k_.profile) fmt::print("\n{}", time_profile_markdown(rep, 10));
     std::fflush(stdout);

@@ -79,9 +79,13 @@ void judge_expectations(CaseResult& cr, const Registry& reg, const std::vector<E
     if (cause.component != component::kHarness) {
       const std::string fixture = owning_fixture(cr, reg, cause);
       if (!fixture.empty()) cause.expected_by = "regression fixture " + fixture;
+      // The first declaration that allows it adds its file:line and `why`, after the fixture if
+      // there is one: the reader of the report learns what the bug is, not only that it is known.
       for (const ExpectedFailure* d : covering)
-        if (d->allows(cause.component, cause.reason, cause.crash) && cause.expected_by.empty())
-          cause.expected_by = fmt::format("{}: {}", d->source, d->why);
+        if (d->allows(cause.component, cause.reason, cause.crash)) {
+          cause.expected_by += fmt::format("{}{}: {}", cause.expected_by.empty() ? "" : "; ", d->source, d->why);
+          break;
+        }
     }
     all_expected &= !cause.expected_by.empty();
   }

@@ -46,7 +46,8 @@ bool is_fixture(const json& e) {
   return routing::is_regression_fixture(str(e, "router_policy"));
 }
 
-enum class Class { Pass, Unsupported, XFail, Fail, Crash, XPass, Interrupted, Other };
+// The outcome classes of `kvharness run` (report.h); compare reads them back from results.json.
+using Class = Outcome;
 
 // "expected_failure" when the file has it; files written before it have
 // "fixture" (a FAIL of a fixture case was expected).
@@ -60,16 +61,11 @@ bool expected_failure(const json& e) {
 
 Class class_of(const json& e) {
   const std::string v = str(e, "verdict");
-  if (v == "PASS") return Class::Pass;
-  if (v == "UNSUPPORTED") return Class::Unsupported;
-  if (v == "FAIL") return expected_failure(e) ? Class::XFail : Class::Fail;
   if (v == "CRASH") {  // expected only where a declaration named it (never by an old file's "fixture")
     auto it = e.find("expected_failure");
-    return it != e.end() && it->is_boolean() && it->get<bool>() ? Class::XFail : Class::Crash;
+    return outcome_of(v, it != e.end() && it->is_boolean() && it->get<bool>());
   }
-  if (v == "XPASS") return Class::XPass;
-  if (v == "INTERRUPTED") return Class::Interrupted;
-  return Class::Other;
+  return outcome_of(v, expected_failure(e));
 }
 
 bool good(Class c) { return c == Class::Pass || c == Class::Unsupported || c == Class::XFail; }
@@ -87,20 +83,6 @@ std::optional<double> kernel_us(const json& e) {
   auto it = e.find("kernel_us");
   if (it == e.end() || !it->is_number() || it->get<double>() <= 0) return std::nullopt;
   return it->get<double>();
-}
-
-void count(RunInfo& r, Class c) {
-  ++r.cases;
-  switch (c) {
-    case Class::Pass: ++r.pass; break;
-    case Class::Unsupported: ++r.unsupported; break;
-    case Class::XFail: ++r.xfail; break;
-    case Class::Fail: ++r.fail; break;
-    case Class::Crash: ++r.crash; break;
-    case Class::XPass: ++r.xpass; break;
-    case Class::Interrupted: ++r.interrupted; break;
-    case Class::Other: ++r.other; break;
-  }
 }
 
 // Throws InputError (without a file name: load() adds it) unless d is a results.json document.
@@ -150,7 +132,7 @@ std::vector<const json*> select(const json& doc, const Filter& f, RunInfo& r) {
   for (const json& e : doc["cases"])
     if (f.matches(filter_fields(e))) {
       kept.push_back(&e);
-      count(r, class_of(e));
+      r.add(class_of(e));
     }
   return kept;
 }
@@ -284,11 +266,7 @@ std::string format(const Comparison& c, const std::string& name_a, const std::st
     s += fmt::format("  run filter {} | complete {} | ", r.filter, r.complete ? "yes" : "NO (INCOMPLETE)");
     if (!o.filter.empty()) s += fmt::format("{} of {} cases kept: ", r.cases, r.total);
     else s += fmt::format("{} cases: ", r.cases);
-    s += fmt::format("{} PASS, {} FAIL, {} XFAIL, {} XPASS, {} CRASH, {} UNSUPPORTED", r.pass, r.fail, r.xfail, r.xpass,
-                     r.crash, r.unsupported);
-    if (r.interrupted) s += fmt::format(", {} INTERRUPTED", r.interrupted);
-    if (r.other) s += fmt::format(", {} other", r.other);
-    return s + "\n";
+    return s + counts_text(r) + "\n";
   };
   std::string out = header("A", name_a, c.a) + header("B", name_b, c.b);
   if (!o.filter.empty()) out += fmt::format("compare filter: {}\n", o.filter);

@@ -31,6 +31,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/report.h"
+
 namespace kvh::compare {
 
 /// The results.json schema this version reads.
@@ -75,14 +77,13 @@ struct Change {
   double ratio = 0;        // Slower only: kernel_us B / A
 };
 
-/// What a run's header shows. Strings are "-" where the file lacks the field.
-struct RunInfo {
+/// What a run's header shows. Strings are "-" where the file lacks the field. The counts (of the
+/// cases the compare filter keeps) are report.h's Counts, the classes `kvharness run` counts by.
+struct RunInfo : Counts {
   std::string backend, device, wave_size, filter, seed, tool_version, label;
   bool complete = false;
   std::string error;  // the run stopped on an input or harness error before its cases ("" if none)
   int total = 0;  // cases in the file, before the compare filter
-  // Counts of the cases the compare filter keeps, by outcome class.
-  int cases = 0, pass = 0, fail = 0, xfail = 0, xpass = 0, crash = 0, unsupported = 0, interrupted = 0, other = 0;
 };
 
 /// kernel_us B/A for the cases that PASS in both runs with a positive kernel_us in both.

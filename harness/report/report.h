@@ -23,6 +23,7 @@ struct RunReport {
   int interrupted_by = 0;               // the signal that ended the run (SIGINT, SIGTERM), 0 if none
   int exit_code = -1;                   // the process's exit code (runner.h ExitCode); -1 while running
   std::vector<std::string> case_files;
+  std::vector<std::string> providers;   // --provider, as given (python:mod, a .so path)
   std::string filter;
   std::optional<uint64_t> seed;         // --seed, if it replaced the case files' seeds
   std::string tool_version;             // `git describe` of the build
@@ -39,14 +40,30 @@ struct RunReport {
   std::vector<CaseResult> results;
 };
 
-/// Verdict counts of a run, as results.json's "counts" and summary.md give them.
+/// The outcome classes every count of a run is made of: `run`'s summary line, summary.md,
+/// results.json "counts", junit.xml, `kvharness compare` and the nightly page (ci/nightly_report.py
+/// mirrors outcome_of). A FAIL or CRASH whose every cause is expected is XFAIL, never FAIL or CRASH;
+/// FAIL, CRASH and XPASS fail the run; Other is a verdict this version does not know (compare only).
+enum class Outcome { Pass, Fail, XFail, XPass, Crash, Unsupported, Interrupted, Other };
+const char* to_string(Outcome o);
+/// The class of a verdict and its expected flag (CaseResult::expected).
+Outcome outcome_of(Status s, bool expected);
+/// The class of a results.json verdict spelling ("PASS", "FAIL", ...); unknown spellings are Other.
+Outcome outcome_of(const std::string& verdict, bool expected);
+
+/// Verdict counts of a run by Outcome, as results.json's "counts", summary.md, junit.xml,
+/// `run`, `merge` and `compare` give them.
 struct Counts {
-  int pass = 0, fail = 0, crash = 0, unsupported = 0, xpass = 0, interrupted = 0;
-  int expected = 0;    // FAIL/CRASH whose every cause is expected (xfail)
-  int unexpected = 0;  // FAIL/CRASH/XPASS that fail the run
-  int harness = 0;     // cases with a harness failure
+  int cases = 0, pass = 0, fail = 0, xfail = 0, xpass = 0, crash = 0, unsupported = 0, interrupted = 0, other = 0;
+  int harness = 0;  // cases with a harness failure (also counted in their class)
+  void add(Outcome o);
+  /// FAIL + CRASH + XPASS (+ unknown verdicts): what fails the run.
+  int unexpected() const { return fail + crash + xpass + other; }
 };
 Counts count(const RunReport& r);
+/// "3 PASS, 0 FAIL, 143 XFAIL, 0 XPASS, 0 CRASH, 5 UNSUPPORTED" (then ", N INTERRUPTED" and
+/// ", N other" when there are any): the one spelling of a run's counts.
+std::string counts_text(const Counts& n);
 
 /// results.json, schema "kvharness.results/1" (DESIGN.md contract).
 std::string results_json(const RunReport& r);

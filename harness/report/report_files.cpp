@@ -107,22 +107,67 @@ void write_text_file(const fs::path& p, const std::string& text) {
   if (::rename(tmp.c_str(), p.c_str()) != 0) io_error("rename into place", p);
 }
 
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::Pass: return "PASS";
+    case Outcome::Fail: return "FAIL";
+    case Outcome::XFail: return "XFAIL";
+    case Outcome::XPass: return "XPASS";
+    case Outcome::Crash: return "CRASH";
+    case Outcome::Unsupported: return "UNSUPPORTED";
+    case Outcome::Interrupted: return "INTERRUPTED";
+    case Outcome::Other: break;
+  }
+  return "other";
+}
+
+Outcome outcome_of(Status s, bool expected) {
+  switch (s) {
+    case Status::Pass: return Outcome::Pass;
+    case Status::Fail: return expected ? Outcome::XFail : Outcome::Fail;
+    case Status::Crash: return expected ? Outcome::XFail : Outcome::Crash;
+    case Status::Unsupported: return Outcome::Unsupported;
+    case Status::Xpass: return Outcome::XPass;
+    case Status::Interrupted: return Outcome::Interrupted;
+  }
+  return Outcome::Other;
+}
+
+Outcome outcome_of(const std::string& verdict, bool expected) {
+  for (Status s : {Status::Pass, Status::Fail, Status::Unsupported, Status::Crash, Status::Xpass, Status::Interrupted})
+    if (verdict == to_string(s)) return outcome_of(s, expected);
+  return Outcome::Other;
+}
+
+void Counts::add(Outcome o) {
+  ++cases;
+  switch (o) {
+    case Outcome::Pass: ++pass; break;
+    case Outcome::Fail: ++fail; break;
+    case Outcome::XFail: ++xfail; break;
+    case Outcome::XPass: ++xpass; break;
+    case Outcome::Crash: ++crash; break;
+    case Outcome::Unsupported: ++unsupported; break;
+    case Outcome::Interrupted: ++interrupted; break;
+    case Outcome::Other: ++other; break;
+  }
+}
+
 Counts count(const RunReport& r) {
   Counts n;
   for (const auto& cr : r.results) {
-    switch (cr.v.status) {
-      case Status::Pass: ++n.pass; break;
-      case Status::Fail: ++n.fail; break;
-      case Status::Crash: ++n.crash; break;
-      case Status::Unsupported: ++n.unsupported; break;
-      case Status::Xpass: ++n.xpass; break;
-      case Status::Interrupted: ++n.interrupted; break;
-    }
-    n.expected += cr.expected && (cr.v.status == Status::Fail || cr.v.status == Status::Crash);
-    n.unexpected += cr.unexpected_failure();
+    n.add(outcome_of(cr.v.status, cr.expected));
     n.harness += harness_fault(cr.v);
   }
   return n;
+}
+
+std::string counts_text(const Counts& n) {
+  std::string s = fmt::format("{} PASS, {} FAIL, {} XFAIL, {} XPASS, {} CRASH, {} UNSUPPORTED", n.pass, n.fail,
+                              n.xfail, n.xpass, n.crash, n.unsupported);
+  if (n.interrupted) s += fmt::format(", {} INTERRUPTED", n.interrupted);
+  if (n.other) s += fmt::format(", {} other", n.other);
+  return s;
 }
 
 std::string junit_xml(const RunReport& r) {
@@ -136,7 +181,7 @@ std::string junit_xml(const RunReport& r) {
   std::string out = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvharness\" tests=\"{}\" failures=\"{}\" "
       "errors=\"{}\" skipped=\"{}\" timestamp=\"{}\">\n",
-      r.results.size() + (run_error ? 1 : 0), n.unexpected, run_error ? 1 : 0, n.unsupported + n.interrupted,
+      r.results.size() + (run_error ? 1 : 0), n.unexpected(), run_error ? 1 : 0, n.unsupported + n.interrupted,
       r.started_at);
   out += "  <properties>\n";
   auto prop = [&](const char* k, const std::string& v) {
@@ -152,7 +197,8 @@ std::string junit_xml(const RunReport& r) {
   prop("seed", r.seed ? std::to_string(*r.seed) : "");
   prop("complete", r.complete ? "true" : "false");
   prop("exit_code", std::to_string(r.exit_code));
-  prop("expected_failures", std::to_string(n.expected));
+  prop("expected_failures", std::to_string(n.xfail));
+  prop("counts", counts_text(n));
   out += "  </properties>\n";
   if (run_error) {
     const std::string why = !r.error.empty() ? r.error

@@ -22,6 +22,7 @@ std::string results_json(const RunReport& r) {
   j["complete"] = r.complete;
   j["stopped_because"] = str_or_null(r.stopped_because);
   j["case_files"] = r.case_files;
+  j["providers"] = r.providers;
   j["filter"] = r.filter;
   j["seed"] = r.seed ? nlohmann::json(*r.seed) : nlohmann::json(nullptr);
   j["exit_code"] = r.exit_code < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.exit_code);
@@ -38,10 +39,11 @@ std::string results_json(const RunReport& r) {
   j["expectation_sources"] = r.expectation_sources;
   j["replaced_kernels"] = r.replaced_kernels;  // --replace-kernel: REAL -> "REAL (replaced by ORIGIN:WITH)"
   const Counts n = count(r);
+  // The classes of report.h's Outcome: fail and crash are the unexpected ones, xfail the expected.
   j["counts"] = {{"cases", r.results.size()}, {"pass", n.pass},           {"fail", n.fail},
-                 {"crash", n.crash},          {"unsupported", n.unsupported}, {"xpass", n.xpass},
-                 {"interrupted", n.interrupted}, {"expected_failures", n.expected},
-                 {"unexpected_failures", n.unexpected}, {"harness_failures", n.harness}};
+                 {"xfail", n.xfail},          {"xpass", n.xpass},         {"crash", n.crash},
+                 {"unsupported", n.unsupported}, {"interrupted", n.interrupted}, {"expected_failures", n.xfail},
+                 {"unexpected_failures", n.unexpected()}, {"harness_failures", n.harness}};
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& cr : r.results) cases.push_back(case_result_json(cr));
   // Strings from outside (a label, paths, a provider's kernel names) may not be UTF-8: replace, never throw.

@@ -5,7 +5,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <regex>
 #include <set>
+#include <sstream>
+
+#include "case_file.h"
+#include "check/expectations.h"
+#include "registry/registry.h"
+#include "report/compare.h"
 
 namespace kvh {
 namespace {
@@ -120,7 +128,9 @@ TEST(Report, ExpectedFailuresOfFixturesAreNotJunitFailures) {
   EXPECT_NE(x.find("failures=\"0\""), std::string::npos) << x;
   EXPECT_NE(x.find("expected FAIL (mismatch): regression fixture"), std::string::npos) << x;
   const std::string md = summary_markdown(r);
-  EXPECT_NE(md.find("**0 unexpected failure(s)**; 1 expected"), std::string::npos) << md;
+  EXPECT_NE(md.find("- 2 cases: 1 PASS, 0 FAIL, 1 XFAIL, 0 XPASS, 0 CRASH, 0 UNSUPPORTED\n- **0 unexpected failure(s)**"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| fixture_shuffle_contiguous | xfail mismatch |"), std::string::npos) << md;
   const auto j = nlohmann::json::parse(results_json(r));
   EXPECT_EQ(j["cases"][1]["fixture"], true);
@@ -152,7 +162,7 @@ TEST(Report, CellsShowTheClassAndUnexpectedFailuresComeFirst) {
   ASSERT_NE(unexpected, std::string::npos);
   EXPECT_LT(unexpected, matrices);
   EXPECT_LT(matrices, expected);
-  EXPECT_NE(md.find("### reshape_and_cache — CRASH crash (1 case)\n\n- message (the first case's; the others differ at most in numbers): `signal 11`"),
+  EXPECT_NE(md.find("### reshape_and_cache — CRASH crash (1 case)\n\n- message (the first case's; the others differ at most in numbers): signal 11\n"),
             std::string::npos)
       << md;
   const auto j = nlohmann::json::parse(results_json(r));
@@ -209,23 +219,23 @@ TEST(Report, CrashesAreGroupedByKernelAndMessage) {
   };
   EXPECT_EQ(count("\n### "), 4u + 1u) << unexpected;  // the four crash findings, and sample()'s FAIL group
   // A multi-line message (Triton quotes the kernel's source) stays on its list item's line.
-  EXPECT_NE(unexpected.find("- message (the first case's; the others differ at most in numbers): `triton_pa raised: CompilationError: at 2:11: ⏎     offs = "
+  EXPECT_NE(unexpected.find("- message (the first case's; the others differ at most in numbers): triton_pa raised: CompilationError: at 2:11: ⏎     offs = "
                             "tl.arange(0, D) ⏎            ^ ⏎ arange's range must be a power of 2 (p.py:15; raised in "
-                            "triton/compiler/compiler.py:80 in make_ir)`\n"),
+                            "triton/compiler/compiler.py:80 in make_ir)\n"),
             std::string::npos)
       << unexpected;
-  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (96 cases)\n\n- message (the first case's; the others differ at most in numbers): `triton_pa "
+  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (96 cases)\n\n- message (the first case's; the others differ at most in numbers): triton_pa "
                             "raised: RuntimeError: out of resource: shared memory, Required: 65536, Hardware limit: 101376 "
-                            "(p.py:7)`\n- 96 cases (interleaved, kv_first): `"),
+                            "(p.py:7)\n- 96 cases (interleaved, kv_first): `"),
             std::string::npos)
       << unexpected;
   EXPECT_NE(unexpected.find(" and 93 more"), std::string::npos) << unexpected;
-  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (2 cases)\n\n- message (the first case's; the others differ at most in numbers): `triton_pa "
-                            "raised: RuntimeError: out of resource: shared memory (p.py:9)`"),
+  EXPECT_NE(unexpected.find("### triton_pa — CRASH launch_error (2 cases)\n\n- message (the first case's; the others differ at most in numbers): triton_pa "
+                            "raised: RuntimeError: out of resource: shared memory (p.py:9)\n"),
             std::string::npos)
       << unexpected;
-  EXPECT_NE(unexpected.find("### other_pa — CRASH launch_error (1 case)\n\n- message (the first case's; the others differ at most in numbers): `other_pa "
-                            "raised: RuntimeError: out of resource: shared memory (p.py:9)`"),
+  EXPECT_NE(unexpected.find("### other_pa — CRASH launch_error (1 case)\n\n- message (the first case's; the others differ at most in numbers): other_pa "
+                            "raised: RuntimeError: out of resource: shared memory (p.py:9)\n"),
             std::string::npos)
       << unexpected;
   EXPECT_EQ(count("- reproduce: "), 4u + 1u) << "one repro per crash finding";
@@ -268,8 +278,8 @@ TEST(Report, ReplacedKernelsAreNamedByTheirSubstitute) {
   r.results.push_back(crashed("paged_attention_rocm", "RuntimeError: x (mod.py:3)", 1));
   r.results.push_back(crashed("paged_attention_rocm_v2", "RuntimeError: x (mod.py:3)", 2));  // not replaced
   const std::string md = summary_markdown(r);
-  EXPECT_NE(md.find("- kernels replaced (--replace-kernel; the substitute's code and declaration ran, judged under "
-                    "the real name): paged_attention_rocm (replaced by python:mod:my_pa)\n"),
+  EXPECT_NE(md.find("and headings and rows say `REAL (replaced by WITH)`): `paged_attention_rocm` -> "
+                    "`python:mod:my_pa`\n"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("### paged_attention_rocm (replaced by python:mod:my_pa) — CRASH"), std::string::npos) << md;
@@ -330,6 +340,248 @@ TEST(ReportFiles, ASetReplacesTheLastAndLeavesNoStagingBehind) {
     EXPECT_NE(std::string(e.what()).find((root / "file").string()), std::string::npos) << e.what();
   }
   fs::remove_all(root);
+}
+
+// Issue 25, item 1: a matrix names what its batch axis counts (a write case's tokens, a decode case's
+// sequences), singular where it is one, and every number axis reads in increasing order; the pipeline
+// summary's batch columns too ("2, 4, 160", not "160, 2, 4" as text sorts them).
+TEST(Report, MatrixAxesAreNamedAndOrderedNumerically) {
+  RunReport r;
+  r.complete = true;
+  for (int64_t b : {160, 2, 4})
+    for (int64_t bs : {32, 16}) {
+      CaseResult cr;
+      cr.c.kind = CaseKind::Attention;
+      cr.c.model = "M";
+      cr.c.reader = "paged_attention_rocm";
+      cr.c.batch_size = b;
+      cr.c.block_size = bs;
+      cr.c.dtype = DType::BF16;
+      r.results.push_back(cr);
+    }
+  CaseResult w;
+  w.c.model = "W";
+  w.c.writer = "reshape_and_cache";
+  w.c.batch_size = 1;
+  r.results.push_back(w);
+  for (int64_t b : {160, 4}) {
+    CaseResult p;
+    p.c.kind = CaseKind::Pipeline;
+    p.c.model = "P";
+    p.c.writer = "reshape_and_cache_shuffle";
+    p.c.reader = "paged_attention_rocm";
+    p.c.batch_size = b;
+    r.results.push_back(p);
+  }
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("Each cell covers: block_size 16, 32; batches of 2, 4, 160 sequences; bf16.\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Each cell covers: block_size 16; a batch of 1 token; fp16.\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("Each cell covers: block_size 16; batches of 4, 160 sequences; fp16.\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Model | Type | batch_size=4 | batch_size=160 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find(" tokens, "), std::string::npos) << "no axis sorted as text: " << md;
+  EXPECT_EQ(md.find("1 tokens"), std::string::npos) << md;
+}
+
+// A write case of the fixture writer that failed as the case file declared.
+constexpr const char* kFixtureDeclared = R"(seeds = [1]
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["interleaved", "padded"]
+num_tokens = [4]
+block_sizes = [16]
+dtypes = ["bf16"]
+writers = ["fixture_shuffle_contiguous"]
+
+[[write.expected_failure]]
+component = "writer"
+reasons = ["mismatch"]
+why = "contiguous block base: writes into other blocks' pages"
+)";
+
+// Issue 25, item 2: the `why` of a declaration that covers a fixture kernel's failure is shown; before,
+// the fixture's own exemption ("regression fixture X") hid it.
+TEST(Report, AFixturesFailureShowsTheDeclarationsWhy) {
+  const CaseFile cf = parse_case_file_text(kFixtureDeclared, "t.toml");
+  ASSERT_EQ(cf.cases.size(), 2u);
+  CaseResult cr;
+  cr.c = cf.cases[0];
+  add_cause(cr.v, component::kWriter, reason::kMismatch, "K page of block 17 differs");
+  judge_expectations(cr, Registry(), cf.expected_failures);
+  ASSERT_TRUE(cr.expected);
+  EXPECT_EQ(cr.v.causes[0].expected_by, "regression fixture fixture_shuffle_contiguous (writer); " +
+                                            cf.expected_failures[0].source +
+                                            ": contiguous block base: writes into other blocks' pages");
+  RunReport r;
+  r.complete = true;
+  r.results = {cr};
+  EXPECT_NE(summary_markdown(r).find("contiguous block base: writes into other blocks' pages"), std::string::npos);
+}
+
+// Issue 25, item 3: expected failures are grouped like unexpected ones, by (kernel, layout, reason): each
+// group once, with its count, what expects it (the declaration's `why`), a few ids and ONE repro.
+TEST(Report, ExpectedFailuresAreGroupedWithTheirWhyAndOneRepro) {
+  RunReport r;
+  r.complete = true;
+  for (int i = 0; i < 30; ++i) {
+    CaseResult cr;
+    cr.c.model = "M";
+    cr.c.writer = "fixture_shuffle_contiguous";
+    cr.c.layout = i % 2 ? Scheme::Interleaved : Scheme::Padded;
+    cr.c.seed = uint64_t(i);
+    cr.repro = fmt_repro(uint64_t(i));
+    add_cause(cr.v, component::kWriter, reason::kMismatch, "K page of block " + std::to_string(i) + " differs");
+    cr.v.causes[0].expected_by = "regression fixture fixture_shuffle_contiguous (writer); t.toml:11: contiguous base";
+    cr.expected = true;
+    r.results.push_back(cr);
+  }
+  const std::string md = summary_markdown(r);
+  const std::string x = md.substr(md.find("## Expected failures"));
+  const std::string padded = "\n### fixture_shuffle_contiguous — padded — XFAIL mismatch (15 cases)\n\n"
+                             "- expected: writer mismatch: regression fixture fixture_shuffle_contiguous (writer); "
+                             "t.toml:11: contiguous base\n- cases: `" +
+                             r.results[0].c.id() + "`, `" + r.results[2].c.id() + "`, `" + r.results[4].c.id() +
+                             "` and 12 more\n- the first: K page of block 0 differs\n- reproduce: `" + fmt_repro(0) +
+                             "`\n";
+  EXPECT_NE(x.find(padded), std::string::npos) << x;
+  EXPECT_NE(x.find("\n### fixture_shuffle_contiguous — interleaved — XFAIL mismatch (15 cases)\n"), std::string::npos) << x;
+  size_t repros = 0;
+  for (size_t at = x.find("- reproduce: "); at != std::string::npos; at = x.find("- reproduce: ", at + 1)) ++repros;
+  EXPECT_EQ(repros, 2u) << "one repro per group, not per case";
+  EXPECT_EQ(x.find("#### "), std::string::npos) << "no case listed in full";
+}
+
+// Issue 25, item 11: an XPASS group's heading says XPASS once ("XPASS xpass" before).
+TEST(Report, AnXpassHeadingSaysXpassOnce) {
+  RunReport r = sample();
+  r.results[1].v = Verdict{};
+  r.results[1].v.status = Status::Xpass;
+  r.results[1].v.reason = reason::kXpass;
+  r.results[1].v.detail = "declared to fail with writer mismatch (t.toml:11: why), but it passed";
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("\n### fixture_shuffle_contiguous — interleaved — XPASS (1 case)\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("XPASS xpass"), std::string::npos) << md;
+}
+
+// Issue 25, item 4: the header names every provider, each substitution as REAL -> WITH, the case files,
+// the filter, the seed, the backend and the device.
+TEST(Report, TheHeaderNamesWhatRan) {
+  RunReport r = sample();
+  r.backend = "cpu";
+  r.device = "host CPU (2 cores)";
+  r.arch = "x86_64";
+  r.case_files = {"cases/seed-pr.toml", "mine.toml"};
+  r.filter = "batch_size=4";
+  r.seed = 7;
+  r.providers = {"python:my_kernels", "python:./other.py"};
+  r.replaced_kernels["paged_attention_rocm"] = "paged_attention_rocm (replaced by python:my_kernels:my_pa)";
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("- backend: cpu (host CPU (2 cores), x86_64)"), std::string::npos) << md;
+  EXPECT_NE(md.find("- case files: `cases/seed-pr.toml`, `mine.toml`; filter `batch_size=4`; seed 7\n"
+                    "- providers (--provider): `python:my_kernels`, `python:./other.py`\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(": `paged_attention_rocm` -> `python:my_kernels:my_pa`\n"), std::string::npos) << md;
+  r.providers.clear();
+  r.filter.clear();
+  r.seed.reset();
+  const std::string plain = summary_markdown(r);
+  EXPECT_NE(plain.find("filter none; seed the case files'\n- providers (--provider): none (built-in kernels only)\n"),
+            std::string::npos)
+      << plain;
+  // results.json keeps the providers, so a merged or resumed report names them too.
+  EXPECT_EQ(nlohmann::json::parse(results_json(sample()))["providers"], nlohmann::json::array());
+}
+
+// `md` without its code spans: what a Markdown renderer would parse as Markdown and HTML.
+std::string outside_code_spans(const std::string& md) {
+  return std::regex_replace(md, std::regex("`[^`\n]*`"), "");
+}
+
+// Issue 25, item 12: strings from kernels (a provider's exception) and case files (a `why`, model and
+// variant names) reach summary.md escaped: no tag, link or emphasis of theirs survives outside code
+// spans (which CommonMark shows literally), and a `|` never splits a table row.
+TEST(Report, StringsFromKernelsAndCaseFilesAreEscaped) {
+  const std::string img = "<img src=x onerror=alert(1)>";
+  RunReport r = sample();
+  r.label = img;
+  r.device = "<script>x</script>";
+  r.providers = {"python:" + img};
+  CaseResult& f = r.results[1];
+  f.c.model = "M" + img;
+  f.c.variant_name = "*[click](javascript:alert(1))*";
+  f.v.causes[0].detail = f.v.detail = "RuntimeError(\"" + img + "\") | ` & __init__";
+  CaseResult xf = f;
+  xf.c.layout = Scheme::Padded;
+  xf.expected = true;
+  xf.v.causes[0].expected_by = "t.toml:3: " + img;
+  CaseResult crash = crashed("p<b>x</b>", img, 3);
+  CaseResult unsup = crash;
+  unsup.v = Verdict{};
+  unsup.v.status = Status::Unsupported;
+  unsup.v.detail = "refused: a|b " + img;
+  r.results.push_back(xf);
+  r.results.push_back(crash);
+  r.results.push_back(unsup);
+  const std::string md = summary_markdown(r);
+  const std::string text = outside_code_spans(md);
+  for (const char* raw : {"<img", "<script", "<b>", "*[click", "__init__"})
+    EXPECT_EQ(text.find(raw), std::string::npos) << raw << " reached summary.md unescaped:\n" << md;
+  EXPECT_FALSE(std::regex_search(text, std::regex(R"((^|[^\\])\]\()"))) << "a link survived:\n" << md;
+  EXPECT_NE(md.find("RuntimeError(\"&lt;img src=x onerror=alert(1)>\") \\| \\` &amp; \\_\\_init\\_\\_"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("\\*\\[click\\](javascript:alert(1))\\*"), std::string::npos) << md;
+  EXPECT_NE(md.find("writer mismatch: t.toml:3: &lt;img src=x onerror=alert(1)>"), std::string::npos) << md;
+  EXPECT_NE(md.find("| p&lt;b>x&lt;/b> | refused: a\\|b &lt;img"), std::string::npos) << md;
+  // Every table row keeps its column count: an escaped | is no cell border.
+  std::istringstream lines(md);
+  std::string line;
+  size_t head_cols = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("| kernel | reason", 0) == 0) head_cols = size_t(std::count(line.begin(), line.end(), '|'));
+    if (head_cols && line.rfind("| p&lt;b", 0) == 0) {
+      size_t bars = 0;
+      for (size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+      EXPECT_EQ(bars, head_cols) << line;
+    }
+  }
+}
+
+// Issue 25, item 7: one counting scheme. An expected FAIL or CRASH is XFAIL in run's line (counts_text),
+// summary.md, results.json's counts, junit.xml and compare's header; "143 FAIL" in one and "143 XFAIL"
+// in another is gone.
+TEST(Report, OneCountingSchemeForRunSummaryJsonJunitAndCompare) {
+  RunReport r = sample();  // PASS, unexpected FAIL
+  CaseResult xfail = r.results[1];
+  xfail.expected = true;
+  CaseResult xcrash = crashed("fixture_x", "boom", 5);
+  xcrash.expected = true;
+  CaseResult xpass = r.results[0];
+  xpass.v.status = Status::Xpass;
+  CaseResult unsup = r.results[0];
+  unsup.v.status = Status::Unsupported;
+  r.results.insert(r.results.end(), {xfail, xcrash, xpass, unsup});
+  const std::string want = "1 PASS, 1 FAIL, 2 XFAIL, 1 XPASS, 0 CRASH, 1 UNSUPPORTED";
+  const Counts n = count(r);
+  EXPECT_EQ(counts_text(n), want);
+  EXPECT_EQ(n.unexpected(), 2);
+  const std::string md = summary_markdown(r);
+  EXPECT_NE(md.find("- 6 cases: " + want + "\n- **2 unexpected failure(s)**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| model | kind | cases | PASS | FAIL | XFAIL | XPASS | CRASH | UNSUPPORTED |\n|---|---|---|---|---|---|"
+                    "---|---|---|\n| M | write | 5 | 1 | 1 | 1 | 1 | 0 | 1 |\n| M | attention | 1 | 0 | 0 | 1 | 0 | 0 | 0 |\n"),
+            std::string::npos)
+      << "the per-model table counts in the same classes: " << md;
+  EXPECT_NE(junit_xml(r).find("<property name=\"counts\" value=\"" + want + "\"/>"), std::string::npos);
+  const auto j = nlohmann::json::parse(results_json(r));
+  EXPECT_EQ(j["counts"]["fail"], 1);
+  EXPECT_EQ(j["counts"]["xfail"], 2);
+  EXPECT_EQ(j["counts"]["crash"], 0);
+  EXPECT_EQ(j["counts"]["unexpected_failures"], 2);
+  const compare::Comparison c = compare::compare(j, j);
+  EXPECT_EQ(counts_text(c.a), want);
+  EXPECT_NE(compare::format(c, "A", "B").find("6 cases: " + want + "\n"), std::string::npos);
 }
 
 }  // namespace

@@ -143,6 +143,7 @@ RunReport start_report(const RunReport& base, const RunOptions& o) {
   rep.compute_units = info.compute_units;
   rep.started_at = utc_now();
   rep.case_files = o.case_files;
+  rep.providers = o.providers;
   rep.filter = o.filter;
   rep.seed = o.seed;
   for (const auto& e : o.expectations) rep.expectation_sources.push_back(e.source);

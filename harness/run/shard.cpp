@@ -124,6 +124,7 @@ RunReport merge_runs(const std::vector<std::string>& inputs) {
       m.tool_version = str(d, "tool_version"), m.runtime_version = str(d, "runtime_version");
       m.label = str(d, "label"), m.filter = str(d, "filter");
       m.case_files = d.value("case_files", std::vector<std::string>{});
+      m.providers = d.value("providers", std::vector<std::string>{});
       if (d.contains("seed") && d["seed"].is_number()) m.seed = d["seed"].get<uint64_t>();
       m.started_at = str(d, "started_at"), m.finished_at = str(d, "finished_at");
     } else if (identity != m.identity) {

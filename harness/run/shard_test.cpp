@@ -147,7 +147,7 @@ TEST(ResultsIo, AnEntryThatDoesNotFitIsRefusedByField) {
 
 // --resume refuses the entries `merge` refuses, and a case field that is not its case's
 // (issue: a resumed entry without "tp", or with tp 4 under a tp8 id, was refilled from the case).
-// --replace-kernel's substitutes survive a merge, so the merged summary.md still names them.
+// --replace-kernel's substitutes and the providers survive a merge, so the merged summary.md still names them.
 TEST(ResultsIo, MergeKeepsTheReplacedKernels) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("kvh_merge_replaced_" + std::to_string(::getpid()));
@@ -156,13 +156,17 @@ TEST(ResultsIo, MergeKeepsTheReplacedKernels) {
   r.identity = "same";
   r.complete = true;
   r.replaced_kernels["paged_attention_rocm"] = "paged_attention_rocm (replaced by python:mod:my_pa)";
+  r.providers = {"python:mod"};  // issue 25: the merged header names the providers too
   CaseResult cr;
   cr.c = sample_case();
   r.results = {cr};
   std::ofstream(dir / "results.json") << results_json(r);
   const RunReport m = merge_runs({dir.string()});
   EXPECT_EQ(m.replaced_kernels, r.replaced_kernels);
-  EXPECT_NE(summary_markdown(m).find("paged_attention_rocm (replaced by python:mod:my_pa)"), std::string::npos);
+  EXPECT_EQ(m.providers, r.providers);
+  const std::string md = summary_markdown(m);
+  EXPECT_NE(md.find("`paged_attention_rocm` -> `python:mod:my_pa`"), std::string::npos) << md;
+  EXPECT_NE(md.find("- providers (--provider): `python:mod`"), std::string::npos) << md;
   std::filesystem::remove_all(dir);
 }
 

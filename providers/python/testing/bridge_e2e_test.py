@@ -533,8 +533,8 @@ def findings(args):
           f"two compile errors of 12 cases each are two findings: {heads}")
     check(unexpected.count("- reproduce: ") == 2 + len(bad) + len(xpass),
           "one repro per crash finding (misroutes and XPASS listed per case)")
-    check(f"- kernels replaced (--replace-kernel; the substitute's code and declaration ran, judged under the real "
-          f"name): {sub}" in md, "the header names the substitute")
+    check(f"`paged_attention_rocm` -> `python:{FINDINGS}:findings_shuffle_128_only`" in md
+          and f"- providers (--provider): `python:{FINDINGS}`" in md, "the header names the provider and the substitution")
     check(f"### {sub} — " not in unexpected and "### router aiter-v0.1.12 — kv_first — FAIL misroute" in unexpected,
           "a misroute is the router's finding")
     unsup = md[md.index("## Unsupported"):]
