@@ -76,6 +76,8 @@ for d in $(cd "$history" && ls -d -- */ 2>/dev/null | sed 's#/$##' | LC_ALL=C so
   [ -f "$history/$d/night.json" ] || continue
   [[ "$d" < "$key" ]] && prev="$d"
 done
+# A night run again (same date and tag) replaces the earlier one: say so, it was a record.
+[ -e "$night" ] && echo "nightly: $key already exists in $history: replaced by this run" >&2
 rm -rf "$night"
 mkdir -p "$night"
 

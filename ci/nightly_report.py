@@ -179,8 +179,7 @@ def render_diff(history, key, prev_key, cur_suites, prev_suites):
             out.append(
                 f"<tr class='{cls}' data-repro='{esc(c.get('repro') or '')}' title='click: copy the repro command'>"
                 f"<td>{esc(r['kind'])}</td><td>{esc(r['suite'])}</td><td class='id'>{esc(c['id'])}</td>"
-                f"<td><span class='chip' style='background:{COLOURS.get(r['old'], '#fff')}'>{esc(r['old'])}</span></td>"
-                f"<td><span class='chip' style='background:{COLOURS.get(r['new'], '#fff')}'>{esc(r['new'])}</span></td>"
+                f"<td>{chip(r['old'])}</td><td>{chip(r['new'])}</td>"
                 f"<td>{esc(c.get('reason') or '')}</td><td>{esc(fmt_err(c))}</td></tr>")
         if len(rows) > MAX_DIFF_ROWS:
             out.append(f"<tr class='more'><td colspan='7'>and {len(rows) - MAX_DIFF_ROWS} more changes "
@@ -286,6 +285,12 @@ def render_heatmap(suite, res):
                            f"data-repro='{esc(worst.get('repro') or '')}'>{esc(label)}</td>")
             out.append("</tr>")
     return "\n".join(out + ["</tbody></table></section>"])
+
+
+def chip(outcome):
+    """A verdict as a coloured chip, its text white on the dark (CRASH, FAIL) colours as in the legend."""
+    ink = "#fff" if outcome in ("CRASH", "FAIL") else "#000"
+    return f"<span class='chip' style='background:{COLOURS.get(outcome, '#fff')};color:{ink}'>{esc(outcome)}</span>"
 
 
 STYLE = """

@@ -53,6 +53,11 @@ class Replaced(unittest.TestCase):
 
 
 class Escaping(unittest.TestCase):
+    def test_a_crash_chip_is_readable(self):
+        # dark red with dark text read as a blank block (issue 25's first-hour trial)
+        self.assertIn("background:#7f0000;color:#fff'>CRASH<", n.chip("CRASH"))
+        self.assertIn("background:#41ab5d;color:#000'>PASS<", n.chip("PASS"))
+
     def test_strings_from_results_files_are_escaped(self):
         img = "<img src=x onerror=alert(1)>"
         cases = [case(0, verdict="FAIL", model=img, variant=img, layout=img, reason=img, id=img, repro=img, detail=img)]

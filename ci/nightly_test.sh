@@ -84,4 +84,8 @@ fi
 "${chrome[@]}" --window-size=1400,1600 --screenshot="$out/nightly.png" "file://$h/index.html" >/dev/null 2>&1
 head -c 8 "$out/nightly.png" 2>/dev/null | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" ||
   fail "no PNG screenshot at $out/nightly.png"
+# The same night again (same date and tag) replaces the earlier record, and says so.
+"${nightly[@]}" --tag test-image:1 --date 2026-11-28 >"$out/night1-again.log" 2>&1
+grep -q "nightly: 2026-11-28__test-image_1 already exists in .*: replaced by this run" "$out/night1-again.log" ||
+  fail "a night run again does not say it replaced the earlier one ($out/night1-again.log)"
 echo "nightly_test: PASS (page $h/index.html, screenshot $out/nightly.png)"

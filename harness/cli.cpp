@@ -855,6 +855,8 @@ class RunCommand {
     if (k_.profile) fmt::print("\n{}", time_profile_markdown(rep, 10));
     std::fflush(stdout);
     if (!rep.stopped_because.empty()) fmt::print(stderr, "kvharness: run stopped: {}\n", rep.stopped_because);
+    if (!rep.complete && !rep.stopped_because.empty())  // a newcomer found --resume only in docs/ci.md
+      fmt::print(stderr, "kvharness: to run the rest, repeat this command with --resume {}\n", o_.report_dir);
     if (rep.exit_code == kExitHarness)
       fmt::print(stderr, "kvharness: the harness itself failed (see the CRASH harness_error cases): exit 128\n");
   }

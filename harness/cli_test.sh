@@ -69,7 +69,7 @@ def save(name, **change):
     json.dump(j, open(f"{w}/{name}/results.json", "w"))
 save("moved", case_files=["/elsewhere/" + os.path.basename(a["case_files"][0])])  # the same suite elsewhere
 save("suite", case_files=["cases/seed-pr.toml"])
-save("prov", command_line=a["command_line"] + " --provider python:my_kernels")
+save("prov", command_line=a["command_line"] + " --provider python:my_kernels", providers=["python:my_kernels"])
 save("subst", replaced_kernels={"reshape_and_cache": "reshape_and_cache (replaced by python:my_kernels:mine)"})
 EOF
   rc=$(run_rc "$WORK/o" "$WORK/e" compare "$WORK/a" "$WORK/moved" --fail-on any -f writer=reshape_and_cache)
@@ -117,6 +117,7 @@ interrupt_same_stream)
     grep -q "cases: .*(INCOMPLETE)" "$WORK/$m.out" || fail "$m: no counts on stdout"
     grep -q "^report: " "$WORK/$m.err" && fail "$m: a report: line on stderr"
     grep -q "kvharness: run stopped: interrupted by signal 2" "$WORK/$m.err" || fail "$m: no reason on stderr: $(cat "$WORK/$m.err")"
+    grep -q "kvharness: to run the rest, repeat this command with --resume " "$WORK/$m.err" || fail "$m: no --resume hint"
   done
   ;;
 # Item 9: the heartbeat gives elapsed time and an estimate; a run says which case file it

@@ -416,10 +416,10 @@ void write_header(std::string& out, const RunReport& r) {
   std::vector<std::string> files, providers;
   for (const auto& f : r.case_files) files.push_back(code(f));
   for (const auto& p : r.providers) providers.push_back(code(p));
-  out += fmt::format("- case files: {}; filter {}; seed {}\n",
+  out += fmt::format("- case files: {}; filter: {}; seed: {}\n",
                      files.empty() ? "—" : fmt::format("{}", fmt::join(files, ", ")),
                      r.filter.empty() ? "none" : code(r.filter),
-                     r.seed ? std::to_string(*r.seed) : "the case files'");
+                     r.seed ? std::to_string(*r.seed) : "from the case files");
   out += fmt::format("- providers (--provider): {}\n",
                      providers.empty() ? "none (built-in kernels only)" : fmt::format("{}", fmt::join(providers, ", ")));
   if (!r.replaced_kernels.empty()) {

@@ -478,7 +478,7 @@ TEST(Report, TheHeaderNamesWhatRan) {
   r.replaced_kernels["paged_attention_rocm"] = "paged_attention_rocm (replaced by python:my_kernels:my_pa)";
   const std::string md = summary_markdown(r);
   EXPECT_NE(md.find("- backend: cpu (host CPU (2 cores), x86_64)"), std::string::npos) << md;
-  EXPECT_NE(md.find("- case files: `cases/seed-pr.toml`, `mine.toml`; filter `batch_size=4`; seed 7\n"
+  EXPECT_NE(md.find("- case files: `cases/seed-pr.toml`, `mine.toml`; filter: `batch_size=4`; seed: 7\n"
                     "- providers (--provider): `python:my_kernels`, `python:./other.py`\n"),
             std::string::npos)
       << md;
@@ -487,7 +487,7 @@ TEST(Report, TheHeaderNamesWhatRan) {
   r.filter.clear();
   r.seed.reset();
   const std::string plain = summary_markdown(r);
-  EXPECT_NE(plain.find("filter none; seed the case files'\n- providers (--provider): none (built-in kernels only)\n"),
+  EXPECT_NE(plain.find("filter: none; seed: from the case files\n- providers (--provider): none (built-in kernels only)\n"),
             std::string::npos)
       << plain;
   // results.json keeps the providers, so a merged or resumed report names them too.
