@@ -195,17 +195,14 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
   };
   int pass = 0, fail = 0, other = 0;
   double last_flush = now_s(), last_beat = now_s();
-  const double started = now_s();
-  const std::vector<double> costs = case_costs(cases, registry);  // the heartbeat's estimate
-  double cost_done = 0, cost_all = 0;
-  for (double x : costs) cost_all += x;
+  Heartbeat heartbeat(cases, registry);
   bool stopped = false;
   auto record = [&](CaseResult cr, size_t i) {
     cr.repro = repro_command(o, case_file_of[i], cases[i].id());
     judge_expectations(cr, registry, o.expectations);
     (cr.v.status == Status::Pass ? pass : cr.unexpected_failure() ? fail : other)++;
     rep.results.push_back(std::move(cr));
-    cost_done += costs[i];
+    heartbeat.finished(i);
     if (o.progress) draw_progress(rep.results.size(), total, pass, fail, other);
     if (o.fail_fast && rep.results.back().unexpected_failure()) {
       rep.stopped_because = fmt::format("--fail-fast: case {} failed unexpectedly", cases[i].id());
@@ -285,7 +282,7 @@ RunReport run_cases_isolated(const std::vector<Case>& cases, const std::vector<s
         if (o.heartbeat_seconds > 0 && t - last_beat >= o.heartbeat_seconds) {
           last_beat = t;
           std::fprintf(stderr, "%s (isolated)\n",
-                       heartbeat_line(rep.results.size(), total, fail, t - started, cost_done, cost_all).c_str());
+                       heartbeat.line(rep.results.size(), total, fail).c_str());
           std::fflush(stderr);
         }
       }

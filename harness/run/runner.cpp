@@ -71,6 +71,15 @@ std::string heartbeat_line(size_t done, size_t total, int unexpected, double ela
                      unexpected, human_duration(elapsed_s), left);
 }
 
+Heartbeat::Heartbeat(const std::vector<Case>& cases, const Registry& registry) : costs_(case_costs(cases, registry)) {
+  for (double x : costs_) cost_all_ += x;
+}
+
+std::string Heartbeat::line(size_t done, size_t total, int unexpected) const {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return heartbeat_line(done, total, unexpected, elapsed, cost_done_, cost_all_);
+}
+
 void on_fatal_signal(int sig) {
   if (g_on_fatal_signal) g_on_fatal_signal(sig);
   std::signal(sig, SIG_DFL);
@@ -185,10 +194,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
   std::atomic<double> running_since{0.0};
   std::atomic<bool> finished{false};
   auto now_s = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
-  const double started = now_s();
-  const std::vector<double> costs = case_costs(cases, registry);  // the heartbeat's estimate
-  double cost_done = 0, cost_all = 0;                               // guarded by report_mutex
-  for (double x : costs) cost_all += x;
+  Heartbeat heartbeat(cases, registry);  // finished() under report_mutex
   // Ends the run at case `running`, which never returned: writes the report
   // with it as `status` and exits. Called with report_mutex held.
   auto abandon = [&](Status status, const char* why, const std::string& detail, int exit_code) {
@@ -264,7 +270,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
         int unexpected = 0;
         for (const auto& cr : rep.results) unexpected += cr.unexpected_failure();
         std::fprintf(stderr, "%s\n",
-                     heartbeat_line(rep.results.size(), total, unexpected, t - started, cost_done, cost_all).c_str());
+                     heartbeat.line(rep.results.size(), total, unexpected).c_str());
         std::fflush(stderr);
       }
       if (running < 0) continue;
@@ -308,7 +314,7 @@ RunReport run_cases(const std::vector<Case>& cases, const std::vector<std::strin
       std::lock_guard<std::mutex> lk(report_mutex);
       running = -1;
       rep.results.push_back(std::move(cr));
-      cost_done += costs[i];
+      heartbeat.finished(i);
     }
     if (o.progress) draw_progress(rep.results.size(), total, pass, fail, other);
     if (o.fail_fast && rep.results.back().unexpected_failure()) {  // --fail-fast: the verdict is known

@@ -2,6 +2,7 @@
 // outcome to an exit code that suits `git bisect run`.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -79,6 +80,22 @@ std::string human_duration(double seconds);
 /// here); "estimate after the first case" while nothing has run.
 std::string heartbeat_line(size_t done, size_t total, int unexpected, double elapsed_s, double cost_done,
                            double cost_all);
+
+/// A run's heartbeat state, one per run loop (run_cases, run_cases_isolated): when it started and
+/// the cost of the cases done (case_costs; the caller serialises finished()).
+class Heartbeat {
+ public:
+  Heartbeat(const std::vector<Case>& cases, const Registry& registry);
+  /// Case `i` (an index into the constructor's cases) has its verdict.
+  void finished(size_t i) { cost_done_ += costs_[i]; }
+  /// heartbeat_line for now, `done` of `total` cases judged.
+  std::string line(size_t done, size_t total, int unexpected) const;
+
+ private:
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::vector<double> costs_;
+  double cost_done_ = 0, cost_all_ = 0;
+};
 
 /// Runs `cases` (which came from o.case_files), judges each against
 /// o.expectations (harness/check/expectations.h) and writes the report, starting
