@@ -144,6 +144,36 @@ std::string mla_part(const Case& c) {
 }
 }  // namespace
 
+namespace {
+// "/values=V/stale=S[/pad=..][/minblock=N]/kv=F/scales=G" of Case::id, each only when not default;
+// `paging` false leaves out the two that only move block ids (Case::logical_id).
+std::string values_part(const Case& c, bool paging) {
+  std::string vals = c.values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(c.values));
+  if (c.stale != Stale::Random) vals += fmt::format("/stale={}", to_string(c.stale));
+  if (paging && c.block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(c.block_table_padding);
+  if (paging && c.min_block_id != 1) vals += fmt::format("/minblock={}", c.min_block_id);
+  if (c.quantized_cache()) vals += fmt::format("/kv={}", to_string(c.kv_cache_dtype));
+  if (c.kv_scales != KvScales::None) vals += fmt::format("/scales={}", to_string(c.kv_scales));
+  return vals;
+}
+
+// The query part and the score modifiers of Case::id; `launch` false leaves out what only
+// changes how a kernel runs (partition size, derived tolerance, launch configuration).
+std::string modifiers_part(const Case& c, bool launch) {
+  std::string mods = query_part(c);
+  if (c.sliding_window > 0) mods += fmt::format("/win{}", c.sliding_window);
+  if (c.sinks) mods += "/sinks";
+  if (c.softcap > 0) mods += fmt::format("/cap{}", c.softcap);
+  if (c.alibi) mods += "/alibi";
+  if (c.tp_rank != 0) mods += fmt::format("/rank{}", c.tp_rank);
+  if (launch && c.partition_size != 0) mods += fmt::format("/ps{}", c.partition_size);
+  if (c.softmax_scale != 0) mods += fmt::format("/sc={}", c.softmax_scale);
+  if (launch && c.derived_tolerance) mods += "/tol=derived";  // issue 23 (B long contexts)
+  if (launch && !c.launch_config.empty()) mods += "/cfg=" + c.launch_config;  // issue 23 (D)
+  return mods;
+}
+}  // namespace
+
 std::string Case::id() const {
   const std::string ctx = context_part(*this);
   const std::string hp = !router_policy.empty() && high_precision != 1 ? fmt::format("/hp{}", high_precision) : "";
@@ -151,25 +181,15 @@ std::string Case::id() const {
       layout == Scheme::Padded && padded_page_bytes > 0 ? fmt::format("-{}B", padded_page_bytes) : std::string();
   if (layout == Scheme::KernelPages) pad = fmt::format("-k{}", kernel_block_size);
   if (layout == Scheme::DegenerateStrides) pad = fmt::format("-s{}", degenerate_stride);
-  std::string vals = values == ValueDist::Normal ? "" : fmt::format("/values={}", to_string(values));
-  if (stale != Stale::Random) vals += fmt::format("/stale={}", to_string(stale));
-  if (block_table_padding >= 0) vals += "/pad=" + block_table_padding_name(block_table_padding);
-  if (min_block_id != 1) vals += fmt::format("/minblock={}", min_block_id);
-  if (quantized_cache()) vals += fmt::format("/kv={}", to_string(kv_cache_dtype));
-  if (kv_scales != KvScales::None) vals += fmt::format("/scales={}", to_string(kv_scales));
-  std::string mods = query_part(*this);
-  if (sliding_window > 0) mods += fmt::format("/win{}", sliding_window);
-  if (sinks) mods += "/sinks";
-  if (softcap > 0) mods += fmt::format("/cap{}", softcap);
-  if (alibi) mods += "/alibi";
-  if (tp_rank != 0) mods += fmt::format("/rank{}", tp_rank);
-  if (partition_size != 0) mods += fmt::format("/ps{}", partition_size);
-  if (softmax_scale != 0) mods += fmt::format("/sc={}", softmax_scale);
-  if (derived_tolerance) mods += "/tol=derived";  // issue 23 (B long contexts)
-  if (!launch_config.empty()) mods += "/cfg=" + launch_config;  // issue 23 (D)
   return fmt::format("{}/{}/tp{}/hd{}/{}{}{}/bs{}/{}/n{}/{}{}{}{}{}/s{}", to_string(kind), model, tp, head_size,
                      mla_part(*this), to_string(layout), pad, block_size, to_string(dtype), batch_size, ctx,
-                     kernels_of(*this), hp, vals, mods, seed);
+                     kernels_of(*this), hp, values_part(*this, true), modifiers_part(*this, true), seed);
+}
+
+std::string Case::logical_id() const {
+  return fmt::format("{}/{}/tp{}/h{}x{}/hd{}/{}{}/n{}/{}{}{}/s{}", kind == CaseKind::Write ? "write" : "decode", model,
+                     tp, num_heads, num_kv_heads, head_size, mla_part(*this), to_string(dtype), batch_size,
+                     context_part(*this), values_part(*this, false), modifiers_part(*this, false), seed);
 }
 
 std::string Case::variant() const {

@@ -142,6 +142,13 @@ struct Case {
   /// "mlaR+PnN/" when softmax_scale is 0 and qk_nope_head_dim N is not 128).
   /// A case that runs a declared launch configuration has "/cfg=NAME" after the modifiers (issue 23 (D)).
   std::string id() const;
+  /// The case's logical inputs, what its data is drawn from (issue 24): the id without the
+  /// layout and its parameters, block_size, the block ids (pad=, minblock=), the kernels, the
+  /// router and its inputs (target, hp), and what only changes a launch (ps, tol, cfg);
+  /// attention and pipeline cases are both "decode/". Cases of one logical id get the same
+  /// K, V, queries, context and query lengths, so a matrix compares its layouts and kernels
+  /// on one data set, and the decode reference is computed once for them all.
+  std::string logical_id() const;
   /// Whether the case's cache is MLA's latent cache (kv_lora_rank > 0).
   bool mla() const { return kv_lora_rank > 0; }
   /// Whether any sequence may have more than one query token (a ragged call).

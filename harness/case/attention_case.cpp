@@ -27,6 +27,7 @@
 #include "case/kv_scales.h"
 #include "case/launch_configs.h"  // issue 23 (D)
 #include "case/mla_inputs.h"
+#include "case/reference_cache.h"
 #include "case/stale.h"
 #include "case/value_dist.h"
 #include "case/values.h"
@@ -45,17 +46,12 @@ namespace {
 constexpr uint16_t kPoisonF16 = 0x7E5A, kPoisonBF16 = 0x7FDA;  // quiet NaNs with a recognisable payload
 constexpr int64_t kMaxWorkspaceBytes = int64_t(16) << 30;        // one typed workspace, at most (16 GiB)
 
-// The state of one decode case, passed from stage to stage. Its destructor
-// first stops and joins the reference (which reads this struct's members).
+// The state of one decode case, passed from stage to stage.
 struct DecodeCase : CaseState {
   DecodeCase(const Case& c_, const DecodeOptions& o) : c(c_), options(o) {
     r.c = c;
-    r.data_seed = hash_seed(c.id(), c.seed);
+    r.data_seed = case_data_seed(c);
     rng.seed(r.data_seed);
-  }
-  ~DecodeCase() {
-    cancel = true;
-    if (ref_done.valid()) ref_done.wait();
   }
   DecodeCase(const DecodeCase&) = delete;
   DecodeCase& operator=(const DecodeCase&) = delete;
@@ -72,15 +68,13 @@ struct DecodeCase : CaseState {
   std::optional<CacheLayout> layout;
   int64_t margin = 0;            // bytes around the cache storage
   double scale = 0;
-  std::optional<KvScaleTensors> kv_scales;
+  std::shared_ptr<const KvScaleTensors> kv_scales;  // shared with the reference's computation
   const KvScaleTensors* fp8 = nullptr;  // set for fp8 caches
   // reference
-  std::optional<ShapedInputs> shaped;
+  std::shared_ptr<const ShapedInputs> shaped;  // the `values` axis's inputs (shared with the reference)
   ModifierValues mods;
-  reference::RowMatrix ref;
-  std::atomic<bool> cancel{false};  // a case that returns early never reads the reference
-  std::future<void> ref_done;
-  double reference_ms = 0;          // set by the reference's thread; read after ref_done
+  ReferenceCache::Lease ref_lease;  // this case's hold on its reference (reference_cache.h)
+  ReferenceCache::Matrix ref;       // [num_query_tokens, num_heads * out_head()], once judged
   // buffers and inputs
   uint16_t poison = 0;
   std::optional<GuardedArena> out;               // the host image of out (margins included)
@@ -268,7 +262,7 @@ bool plan_layout(DecodeCase& d) {
   }
   // fp8 caches: the dequant scales (a small guarded device buffer; host copies for the reference).
   try {
-    d.kv_scales.emplace(c, d.s.num_blocks, d.r.data_seed);
+    d.kv_scales = std::make_shared<const KvScaleTensors>(c, d.s.num_blocks, d.r.data_seed);
   } catch (const device::AllocError& e) {
     add_cause(d.r.v, component::kHarness, reason::kHarnessError, e.what(), true);
     return false;
@@ -277,37 +271,47 @@ bool plan_layout(DecodeCase& d) {
   return true;
 }
 
-// reference: on the host's cores while the device works. It makes its own copies of the
-// logical inputs from the same counter-based streams the device fills its buffers from.
+// reference: the key of a case's reference: its logical inputs (Case::logical_id), the drawn
+// context and query lengths, and, for scales per block, token or slot, where each token lies
+// (its scale depends on its block).
+std::string reference_key(const DecodeCase& d) {
+  const Case& c = d.c;
+  uint64_t h = hash_seed(fmt::format("{}|{}", fmt::join(d.s.context_lens, ","), fmt::join(d.s.query_lens, ",")), 0);
+  std::string key = fmt::format("{}|lens@{:016x}", c.logical_id(), h);
+  if (c.kv_scales == KvScales::Block || c.kv_scales == KvScales::Token || c.kv_scales == KvScales::Slot)
+    key += fmt::format("|bs{}|slots@{:016x}", c.block_size, hash_seed(fmt::format("{}", fmt::join(d.s.slots, ",")), 0));
+  return key;
+}
+
+// reference: what the computation reads, owned by it (it may outlive this case: reference_cache.h).
+ReferenceCache::Compute reference_compute(const DecodeCase& d) {
+  return [c = d.c, s = d.s, shaped = d.shaped, fp8 = d.fp8 ? d.kv_scales : nullptr, mods = d.mods, scale = d.scale,
+          seed = d.r.data_seed, elems = d.query_elems()](const std::atomic<bool>& cancel) {
+    if (shaped)
+      return reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), seed, scale, mods,
+                           cancel, fp8.get());
+    const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(elems));
+    if (c.mla()) return mla_reference_out(c, s, query.data(), seed, scale, cancel, fp8.get());
+    return reference_out(c, s, query.data(), nullptr, nullptr, seed, scale, mods, cancel, fp8.get());
+  };
+}
+
+// reference: on the host's cores while the device works, or the one an earlier case over the
+// same logical inputs computed (reference_cache.h). The computation makes its own copies of
+// the logical inputs from the same counter-based streams the device fills its buffers from.
 // The `values` axis (value_dist.h) reshapes the inputs on the host first; the device then
 // gets those. Then `out` [S, NH, HD], poisoned, in a guarded arena of its own.
 void start_reference(DecodeCase& d) {
   const Case& c = d.c;
   if (c.values != ValueDist::Normal) {
     enter_phase(Phase::Inputs);
-    d.shaped.emplace(make_shaped_inputs(c, d.s, d.r.data_seed));
+    d.shaped = std::make_shared<const ShapedInputs>(make_shaped_inputs(c, d.s, d.r.data_seed));
   }
   d.mods = modifier_values(c);
-  d.ref_done = run_async([&d, seed = d.r.data_seed] {
-    const Case& c = d.c;
-    const auto t0 = std::chrono::steady_clock::now();
-    struct Clock {  // reference_ms, however the reference ends
-      DecodeCase& d;
-      std::chrono::steady_clock::time_point t0;
-      ~Clock() { d.reference_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
-    } clock{d, t0};
-    if (d.shaped) {
-      d.ref = reference_out(c, d.s, d.shaped->query.data(), d.shaped->key.data(), d.shaped->value.data(), seed,
-                            d.scale, d.mods, d.cancel, d.fp8);
-      return;
-    }
-    const auto query = counter16(c.dtype, rng::kInput, rng::stream_key(seed, rng::kQueries), size_t(d.query_elems()));
-    if (c.mla()) {
-      d.ref = mla_reference_out(c, d.s, query.data(), seed, d.scale, d.cancel, d.fp8);
-      return;
-    }
-    d.ref = reference_out(c, d.s, query.data(), nullptr, nullptr, seed, d.scale, d.mods, d.cancel, d.fp8);
-  });
+  const std::string key = reference_key(d);
+  d.r.reference_id = fmt::format("{:016x}", hash_seed(key, 0));
+  d.ref_lease = ReferenceCache::process().acquire(key, reference_compute(d));
+  d.r.reference_reused = !d.ref_lease.started();
   d.poison = c.dtype == DType::F16 ? kPoisonF16 : kPoisonBF16;
   d.out.emplace(d.outputs(), 2, d.out_margin());
   std::fill_n(d.out->storage_as<uint16_t>(), d.outputs(), d.poison);
@@ -730,7 +734,7 @@ std::vector<double> head_maxima(const DecodeCase& d) {
   const int64_t NH = d.c.num_heads, HD = d.out_head(), rows = d.outputs() / (NH * HD);
   std::vector<double> m(size_t(rows * NH), 0.0);
   for (int64_t i = 0; i < rows * NH * HD; ++i)
-    m[size_t(i / HD)] = std::max(m[size_t(i / HD)], std::fabs(d.ref(i / (NH * HD), i % (NH * HD))));
+    m[size_t(i / HD)] = std::max(m[size_t(i / HD)], std::fabs((*d.ref)(i / (NH * HD), i % (NH * HD))));
   return m;
 }
 
@@ -747,7 +751,7 @@ OutputStats compare_out(const DecodeCase& d) {
       if (st.unwritten++ == 0) st.first_unwritten = i;
       continue;
     }
-    const double got = decode16(c.dtype, o[i]), want = d.ref(i / (NH * HD), i % (NH * HD));
+    const double got = decode16(c.dtype, o[i]), want = (*d.ref)(i / (NH * HD), i % (NH * HD));
     if (!std::isfinite(got)) {
       if (st.nonfinite++ == 0) st.first_nonfinite = i;
       continue;
@@ -768,7 +772,7 @@ OutputStats compare_out(const DecodeCase& d) {
   if (st.worst >= 0)
     st.worst_text = fmt::format("worst element {} head {} dim {}: got {:.6g}, want {:.6g} ({}); max {:.3g} output ulps",
                                 row_name(d, st.worst / (NH * HD)), st.worst % (NH * HD) / HD, st.worst % HD,
-                                decode16(c.dtype, o[st.worst]), d.ref(st.worst / (NH * HD), st.worst % (NH * HD)),
+                                decode16(c.dtype, o[st.worst]), (*d.ref)(st.worst / (NH * HD), st.worst % (NH * HD)),
                                 bound, st.max_ulp);
   const std::string counts = fmt::format("{} unwritten, {} NaN/Inf, {} beyond tolerance of {} outputs", st.unwritten,
                                          st.nonfinite, st.beyond, n);
@@ -807,8 +811,8 @@ void judge_out_of_view(DecodeCase& d, const std::string& numbers) {
 bool judge(DecodeCase& d) {
   const Case& c = d.c;
   enter_phase(Phase::Reference);
-  d.ref_done.get();
-  d.r.reference_ms = d.reference_ms;
+  d.ref = d.ref_lease.get();
+  if (d.ref_lease.started()) d.r.reference_ms = d.ref_lease.compute_ms();
   enter_phase(Phase::Check);
   const OutputStats st = compare_out(d);
   Verdict& v = d.r.v;
@@ -837,7 +841,7 @@ bool judge(DecodeCase& d) {
     add_cause(v, component::kReader, reason::kMismatch,
               fmt::format("first beyond tolerance at {}: got {:.6g}, want {:.6g}; {}", where(st.first_beyond),
                           decode16(c.dtype, d.out_after->storage_as<uint16_t>()[st.first_beyond]),
-                          d.ref(st.first_beyond / (NH * HD), st.first_beyond % (NH * HD)), st.numbers));
+                          (*d.ref)(st.first_beyond / (NH * HD), st.first_beyond % (NH * HD)), st.numbers));
   if (!v.causes.empty()) return false;
   v.detail = st.worst_text;
   return true;

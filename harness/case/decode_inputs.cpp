@@ -72,6 +72,9 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
   // Every row gets at least one padding entry: a reader that looks one page past a
   // sequence's last page finds the padding id there, never another sequence's page.
   ++s.max_blocks;
+  // The query lengths before the block ids: both are logical inputs, drawn the same for
+  // every block size and layout (issue 24); the shuffle of the ids comes last.
+  const std::vector<int64_t> q = draw_query_lens(c, rng, s.context_lens);
   // Block 0 is the null block, blocks below min_block_id are unused; a few spare blocks
   // hold stale tokens nobody owns. The sequences' pages are a shuffle of the ids above.
   s.num_blocks = c.min_block_id + used + used / 8 + 1;
@@ -89,7 +92,6 @@ Sequences make_sequences(const Case& c, std::mt19937_64& rng) {
       s.slots.push_back(int64_t(s.block_tables[size_t(i * s.max_blocks + t / c.block_size)]) * c.block_size +
                         t % c.block_size);
   }
-  const std::vector<int64_t> q = draw_query_lens(c, rng, s.context_lens);
   s.query_start_loc.push_back(0);
   for (int64_t i = 0; i < c.batch_size; ++i) {
     s.query_lens.push_back(int32_t(std::min<int64_t>(q[size_t(i)], s.context_lens[size_t(i)])));

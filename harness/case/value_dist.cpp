@@ -72,7 +72,7 @@ double value_scale(const Case& c) {
 }
 
 SinkTokens sink_tokens(const Case& c, int64_t seq, int64_t n) {
-  const uint64_t h = mix(hash_seed(c.id(), c.seed), uint64_t(seq));
+  const uint64_t h = mix(case_data_seed(c), uint64_t(seq));
   SinkTokens t;
   const int64_t first = n < kPartition ? n : kPartition;
   t.early = int64_t(h % uint64_t(first));
@@ -116,7 +116,7 @@ void shape_values(const Case& c, const std::vector<int32_t>& context_lens, std::
   }
   const SinkMagnitudes mag = sink_key_magnitudes(HD);
   const int64_t group = NH / NKV;
-  const uint64_t seed = hash_seed(c.id(), c.seed);
+  const uint64_t seed = case_data_seed(c);
   int64_t tok0 = 0;
   for (int64_t i = 0; i < S; ++i) {
     const int64_t n = context_lens[size_t(i)];

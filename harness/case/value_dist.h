@@ -1,7 +1,7 @@
 // Value distributions of decode cases (the case axis `values`): how the
 // logical Q, K and V of an attention or pipeline case are shaped after the
 // generator drew them uniform in [-2, 2) (harness/case/values.h). Deterministic
-// from the case alone (hash_seed(c.id(), c.seed) and element indices), never
+// from the case alone (case_data_seed(c) and element indices), never
 // from a shared random stream, so the order in which the case code draws its
 // other tensors cannot change it.
 //

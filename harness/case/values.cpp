@@ -44,4 +44,6 @@ uint64_t hash_seed(const std::string& s, uint64_t seed) {
   return h;
 }
 
+uint64_t case_data_seed(const Case& c) { return hash_seed(c.logical_id(), c.seed); }
+
 }  // namespace kvh

@@ -24,5 +24,9 @@ const double* decode16_table(DType dtype);
 U16Buffer counter16(DType dtype, int kind, uint64_t key, size_t n);
 /// FNV-1a of a string: per-case data seeds derived from case ids.
 uint64_t hash_seed(const std::string& s, uint64_t seed);
+/// The seed of a case's random data: hash_seed of its logical id (cases/case.h
+/// Case::logical_id), so that the cases of a matrix that differ only in layout, block
+/// size, kernel or router draw the same data (issue 24).
+uint64_t case_data_seed(const Case& c);
 
 }  // namespace kvh

@@ -50,7 +50,7 @@ std::vector<int64_t> make_slots(const Case& c, int64_t num_blocks, std::mt19937_
 struct WriteCase : CaseState {
   WriteCase(const Case& c_, const TimingOptions& t) : c(c_), timing(t) {
     r.c = c;
-    r.data_seed = hash_seed(c.id(), c.seed);
+    r.data_seed = case_data_seed(c);
   }
   const Case& c;
   const TimingOptions& timing;

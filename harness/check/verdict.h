@@ -96,6 +96,9 @@ struct CaseResult {
   PhaseTimes phases{};                    // ms per phase (phases.h); they add up to about wall_ms
   double reference_ms = 0;                // attention/pipeline: wall ms of the float64 attention reference,
                                           // on the host's cores while the device works (phases count the wait)
+  std::string reference_id;               // attention/pipeline: 16 hex digits naming the reference's inputs
+                                          // (harness/case/reference_cache.h); equal ids, one reference
+  bool reference_reused = false;          // attention/pipeline: the reference came from the run's cache
 
   /// A FAIL, CRASH or XPASS that is not expected: what makes a run fail.
   bool unexpected_failure() const {

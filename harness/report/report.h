@@ -79,9 +79,12 @@ std::string summary_markdown(const RunReport& r);
 std::string message_key(const std::string& message);
 /// The run's time per phase (harness/run/phases.h) summed over its cases, as a
 /// markdown table (largest first, seconds and share of the summed case wall
-/// time), then its `slowest` slowest cases with their largest phase.
+/// time), the references line, then its `slowest` slowest cases with their largest phase.
 /// summary.md's "Where the time went" and `kvharness run --profile`.
 std::string time_profile_markdown(const RunReport& r, size_t slowest);
+/// "References: D decode case(s) over R distinct float64 reference(s), D/R cases a reference;
+/// C computed, D-C reused ...": results.json reference_id and reference_reused counted (issue 24).
+std::string references_line(const std::vector<CaseResult>& results);
 /// junit.xml: one testcase per case; FAIL and CRASH are failures, UNSUPPORTED skipped.
 std::string junit_xml(const RunReport& r);
 /// Replaces the report set in `dir` (summary.md, results.json, junit.xml) as

@@ -356,6 +356,21 @@ std::string message_key(const std::string& m) {
   return out;
 }
 
+std::string references_line(const std::vector<CaseResult>& results) {
+  std::set<std::string> ids;
+  int64_t cases = 0, computed = 0;
+  for (const CaseResult& cr : results) {
+    if (cr.reference_id.empty()) continue;
+    ++cases;
+    ids.insert(cr.reference_id);
+    if (!cr.reference_reused) ++computed;
+  }
+  return fmt::format("References: {} decode case(s) over {} distinct float64 reference(s), {:.2f} cases a "
+                     "reference; {} computed, {} reused from the run's reference cache.",
+                     cases, ids.size(), ids.empty() ? 0.0 : double(cases) / double(ids.size()), computed,
+                     cases - computed);
+}
+
 std::string time_profile_markdown(const RunReport& r, size_t slowest) {
   std::vector<PhaseTimes> all;
   double wall = 0;
@@ -373,6 +388,7 @@ std::string time_profile_markdown(const RunReport& r, size_t slowest) {
   }
   out += fmt::format("| (between phases: judging, repro lines) | {:.2f} | {:.1f}% |\n", (wall - charged) / 1000,
                      wall > 0 ? 100 * (wall - charged) / wall : 0.0);
+  out += "\n" + references_line(r.results) + "\n";
   std::vector<const CaseResult*> by_wall;
   for (const auto& cr : r.results) by_wall.push_back(&cr);
   std::stable_sort(by_wall.begin(), by_wall.end(), [](auto* a, auto* b) { return a->wall_ms > b->wall_ms; });

@@ -412,6 +412,15 @@ std::vector<ResultsField> make_results_fields() {
        [](In f, Out o) { o.reference_ms = f.opt_num().value_or(0); },
        "wall ms of the float64 attention reference (host cores, overlapping the device work; `reference` in "
        "phases_ms is only the wait for it); null for writes"},
+      {"reference_id", kResult, kNullable, kOptional, [](R r) { return str_or_null(r.reference_id); },
+       [](In f, Out o) { o.reference_id = f.str(); },
+       "16 hex digits naming the float64 reference's inputs (the case's logical inputs and drawn lengths, "
+       "harness/case/reference_cache.h): cases of one id share one reference; null for writes and cases "
+       "refused before it"},
+      {"reference_reused", kResult, kNotNull, kOptional, [](R r) -> json { return r.reference_reused; },
+       [](In f, Out o) { o.reference_reused = f.boolean(); },
+       "the reference came from the run's reference cache (an earlier case of the same reference_id "
+       "computed it; reference_ms is then null)"},
       {"wall_ms", kResult, kNotNull, kRequired, [](R r) -> json { return r.wall_ms; },
        [](In f, Out o) { o.wall_ms = f.num<double>(); }, "the case's wall time in ms"},
       {"phases_ms", kResult, kNotNull, kRequired, write_phases, read_phases,

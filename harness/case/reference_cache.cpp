@@ -1,0 +1,131 @@
+#include "case/reference_cache.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+
+#include "run/parallel.h"
+
+namespace kvh {
+
+struct ReferenceCache::Entry {
+  std::string key;
+  std::shared_future<Matrix> result;
+  std::atomic<bool> cancel{false};
+  std::atomic<double> ms{0};
+  // Under the cache's mutex:
+  int holders = 0;
+  bool done = false;    // computed, counted in bytes_
+  bool listed = true;   // still in entries_
+  int64_t bytes = 0;
+  uint64_t last_use = 0;
+};
+
+ReferenceCache& ReferenceCache::process() {
+  static ReferenceCache* cache = [] {
+    int64_t mb = 2048;
+    if (const char* e = std::getenv("KVH_REFERENCE_CACHE_MB")) mb = std::max<int64_t>(0, std::atoll(e));
+    return new ReferenceCache(mb << 20);
+  }();
+  return *cache;
+}
+
+ReferenceCache::Lease ReferenceCache::acquire(const std::string& key, Compute compute) {
+  std::lock_guard<std::mutex> lk(m_);
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    ++it->second->holders;
+    it->second->last_use = ++clock_;
+    return Lease(this, it->second, false);
+  }
+  auto e = std::make_shared<Entry>();
+  e->key = key;
+  e->holders = 1;
+  e->last_use = ++clock_;
+  auto promise = std::make_shared<std::promise<Matrix>>();
+  e->result = promise->get_future().share();
+  entries_.emplace(key, e);
+  // Detached: the future run_async returns is not kept; the promise carries the outcome.
+  (void)run_async([this, e, promise, compute = std::move(compute)] {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      auto m = std::make_shared<const reference::RowMatrix>(compute(e->cancel));
+      e->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      finish(e, int64_t(m->size()) * int64_t(sizeof(double)), !e->cancel);
+      promise->set_value(std::move(m));
+    } catch (...) {
+      finish(e, 0, false);  // an error is not kept: the next case computes again (and sees it)
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return Lease(this, e, true);
+}
+
+void ReferenceCache::finish(const std::shared_ptr<Entry>& e, int64_t bytes, bool ok) {
+  std::lock_guard<std::mutex> lk(m_);
+  if (!ok || !e->listed) {
+    if (e->listed) entries_.erase(e->key), e->listed = false;
+    return;
+  }
+  e->done = true;
+  e->bytes = bytes;
+  bytes_ += bytes;
+  evict_locked();
+}
+
+void ReferenceCache::drop(const std::shared_ptr<Entry>& e) {
+  std::lock_guard<std::mutex> lk(m_);
+  if (--e->holders > 0) return;
+  if (!e->done && e->listed) {  // nobody waits for it any more: stop it, forget it
+    e->cancel = true;
+    entries_.erase(e->key);
+    e->listed = false;
+    return;
+  }
+  evict_locked();
+}
+
+// The least recently used references nobody holds go first, until the kept ones fit.
+void ReferenceCache::evict_locked() {
+  while (bytes_ > max_bytes_) {
+    std::shared_ptr<Entry> oldest;
+    for (const auto& [key, e] : entries_)
+      if (e->done && e->holders == 0 && (!oldest || e->last_use < oldest->last_use)) oldest = e;
+    if (!oldest) return;
+    bytes_ -= oldest->bytes;
+    oldest->listed = false;
+    entries_.erase(oldest->key);
+  }
+}
+
+int64_t ReferenceCache::bytes_kept() const {
+  std::lock_guard<std::mutex> lk(m_);
+  return bytes_;
+}
+
+size_t ReferenceCache::size() const {
+  std::lock_guard<std::mutex> lk(m_);
+  return entries_.size();
+}
+
+ReferenceCache::Lease& ReferenceCache::Lease::operator=(Lease&& o) noexcept {
+  if (this != &o) {
+    release();
+    cache_ = o.cache_;
+    e_ = std::move(o.e_);
+    started_ = o.started_;
+    o.cache_ = nullptr;
+  }
+  return *this;
+}
+
+ReferenceCache::Matrix ReferenceCache::Lease::get() { return e_->result.get(); }
+
+double ReferenceCache::Lease::compute_ms() const { return e_ ? e_->ms.load() : 0.0; }
+
+void ReferenceCache::Lease::release() {
+  if (!e_) return;
+  cache_->drop(e_);
+  e_.reset();
+}
+
+}  // namespace kvh
