@@ -8,6 +8,7 @@
 #include <fstream>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -254,28 +255,93 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
 }
 
-// `kvharness bench --suite FILE`: the harness's own speed on a suite, for CI logs (a benchmark,
+std::string decode_memory_refusal(const std::vector<Case>& cases, const Registry& reg);
+std::vector<std::string> default_case_files();
+template <class Keep>
+void keep_cases(Loaded& loaded, std::vector<size_t>& worker_index, Keep keep);
+
+// `bench --suite all`: every case file of the shipped cases/ folder (and cases/stacks/) whose
+// kernels and routers this registry has, in name order; the others are named on stderr with
+// why (a provider's suite without its --provider, a suite too large for this device).
+std::vector<std::string> shipped_suites(const RunOptions& o, const Registry& reg) {
+  const std::filesystem::path dir = std::filesystem::path(default_case_files().front()).parent_path();
+  std::vector<std::string> files, out;
+  for (const auto& sub : {dir, dir / "stacks"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(sub, ec))
+      if (e.path().extension() == ".toml") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    RunOptions one = o;
+    one.case_files = {f};
+    try {
+      const std::string why = decode_memory_refusal(load_cases(one, reg).cases, reg);
+      if (why.empty()) {
+        out.push_back(f);
+        continue;
+      }
+      fmt::print(stderr, "kvharness bench: skipping {}: {}\n", f, why);
+    } catch (const std::exception& e) {  // the reason, without the list of every known kernel
+      const std::string why = e.what();
+      fmt::print(stderr, "kvharness bench: skipping {}: {}\n", f, why.substr(0, why.find("; known ")));
+    }
+  }
+  if (out.empty()) throw CaseFileError(fmt::format("bench --suite all: no runnable case file under {}", dir.string()));
+  return out;
+}
+
+// One line a suite of a `bench --suite` run: its cases, their summed wall time, cases per second.
+std::string suite_rows(const RunReport& rep, const std::vector<std::string>& file_of) {
+  std::map<std::string, std::pair<int64_t, double>> by;  // file -> cases, case wall ms
+  std::map<std::string, int64_t> unexpected;
+  for (size_t i = 0; i < rep.results.size() && i < file_of.size(); ++i) {
+    auto& [n, ms] = by[file_of[i]];
+    ++n;
+    ms += rep.results[i].wall_ms;
+    unexpected[file_of[i]] += rep.results[i].unexpected_failure() ? 1 : 0;
+  }
+  std::string out = "| suite | cases | case wall s | cases/s | unexpected |\n|---|---|---|---|---|\n";
+  for (const auto& [file, v] : by)
+    out += fmt::format("| {} | {} | {:.2f} | {:.1f} | {} |\n", file, v.first, v.second / 1000,
+                       v.second > 0 ? v.first / (v.second / 1000) : 0.0, unexpected[file]);
+  return out;
+}
+
+// `kvharness bench --suite FILE...` (or `all`): the harness's own speed on its suites, run together
+// as one run (one reference cache, one phase table), for CI logs and nightly sizing (a benchmark,
 // not a test: it never fails on time). The verdicts still decide the exit code.
 int bench_suites_main(const std::vector<std::string>& suites, const std::string& report_dir, RunOptions o,
-                      const Registry& reg) {
-  int worst = kExitPass;
+                      const std::string& shard_text, const Registry& reg) {
+  std::vector<std::string> files;
   for (const auto& suite : suites) {
-    o.case_files = {suite};
-    o.report_dir = report_dir + "/suite-" + std::filesystem::path(suite).stem().string();
-    const Loaded loaded = load_cases(o, reg);
-    o.expectations = loaded.expectations;
-    const std::atomic<int> stop{0};
-    const auto t0 = std::chrono::steady_clock::now();
-    const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, stop);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const Counts n = count(rep);
-    fmt::print("## bench --suite {}\n\n{} cases in {:.2f} s ({:.1f} cases/s) on {} ({}); {} PASS, {} unexpected; "
-               "report {}\n\n{}\n",
-               suite, rep.results.size(), wall, wall > 0 ? double(rep.results.size()) / wall : 0.0, rep.backend,
-               rep.device, n.pass, n.unexpected(), o.report_dir, time_profile_markdown(rep, 5));
-    worst = std::max(worst, rep.exit_code);
+    if (suite != "all") {
+      files.push_back(suite);
+      continue;
+    }
+    for (auto& f : shipped_suites(o, reg)) files.push_back(std::move(f));
   }
-  return worst;
+  o.case_files = files;
+  o.report_dir = report_dir + "/suite";
+  Loaded loaded = load_cases(o, reg);
+  if (!shard_text.empty()) {
+    const Shard sh = parse_shard(shard_text);
+    std::vector<size_t> index(loaded.cases.size());
+    keep_cases(loaded, index, [&](const Case& c) { return in_shard(c.id(), sh); });
+  }
+  if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty()) throw CaseFileError(why);
+  o.expectations = loaded.expectations;
+  const std::atomic<int> stop{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, stop);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Counts n = count(rep);
+  fmt::print("## bench --suite {}{}\n\n{} cases of {} file(s) in {:.2f} s ({:.1f} cases/s) on {} ({}); {} PASS, {} "
+             "unexpected; report {}\n\n{}\n{}\n",
+             fmt::join(suites, " --suite "), shard_text.empty() ? "" : " --shard " + shard_text, rep.results.size(),
+             files.size(), wall, wall > 0 ? double(rep.results.size()) / wall : 0.0, rep.backend, rep.device, n.pass,
+             n.unexpected(), o.report_dir, suite_rows(rep, loaded.file_of), time_profile_markdown(rep, 5));
+  return rep.exit_code;
 }
 
 // Before anything is allocated: the decode case that needs the most memory
@@ -344,6 +410,7 @@ struct Cli {
   bench::Options bo;
   CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr, *copy_opt = nullptr;
   std::vector<std::string> bench_suites;
+  std::string bench_shard;  // bench --suite --shard I/N
   // compare, merge
   std::string cmp_a, cmp_b, cmp_fail_on = "regressions";
   compare::Options co;
@@ -405,12 +472,18 @@ void add_run_scheduling(Cli& k) {
                   "I/N: run only the cases of shard I of N (a stable split by case id); `kvharness merge` joins the "
                   "shards' reports");
   run->add_option("--timing-reps", o.timing.reps,
-                  "GPU backends: timed launches for kernel_us of each passing case (0: no timing)")
+                  "GPU backends: the most timed launches for kernel_us of each passing case (0: no timing)")
       ->envname("KVH_TIMING_REPS")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run->add_option("--timing-warmup", o.timing.warmup, "GPU backends: untimed launches before them")
+  run->add_option("--timing-warmup", o.timing.warmup,
+                  "GPU backends: untimed launches before them (their wall time sizes the budget's launches)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--timing-budget", o.timing.budget,
+                  "share of each case's wall time its kernel timing may add: as many timed launches as fit, 1 to "
+                  "--timing-reps (0: always --timing-reps)")
+      ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   run->add_flag("--timing-on-cpu", o.timing.on_cpu,
                 "time passing cases on the cpu backend too (host clock; a Python provider's own timing reports "
@@ -445,8 +518,10 @@ void add_bench(Cli& k) {
                 "cycle through buffer sets totalling at least this much (default 512 on GPUs, 0 on cpu)");
   b->add_option("--kernel", bo.kernels, "only this kernel (repeatable)");
   b->add_option("--suite", k.bench_suites,
-                "instead of the kernel sweep: run this case file as `run` does and report the harness's own "
-                "speed (wall time, cases per second, time per phase); repeatable");
+                "instead of the kernel sweep: run these case files together as `run` does and report the "
+                "harness's own speed (wall time, cases per second by suite, time per phase, references); "
+                "repeatable; `all`: every shipped suite this build can run");
+  b->add_option("--shard", k.bench_shard, "with --suite: only shard I/N of the cases (as run --shard)");
   b->add_option("--provider", k.o.providers, kProviderHelp);
 }
 
@@ -666,7 +741,8 @@ std::optional<int> other_commands(Cli& k) {
     return kExitPass;
   }
   const Registry reg = make_registry(k.o);
-  if (*k.bench_cmd && !k.bench_suites.empty()) return bench_suites_main(k.bench_suites, k.bo.report_dir, k.o, reg);
+  if (*k.bench_cmd && !k.bench_suites.empty())
+    return bench_suites_main(k.bench_suites, k.bo.report_dir, k.o, k.bench_shard, reg);
   if (*k.bench_cmd) {
     if (k.bo.quick) {  // explicit options win
       if (!*k.reps_opt) k.bo.reps = 5;

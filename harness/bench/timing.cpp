@@ -1,5 +1,6 @@
 #include "bench/timing.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -44,9 +45,20 @@ KernelTime provider_time(const TimingOptions& t, const Kernel& k, const void* ar
 
 bool timing_enabled(const TimingOptions& t) { return t.reps > 0 && (on_gpu() || t.on_cpu); }
 
-std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note) {
+int budgeted_reps(const TimingOptions& t, double budget_us, double per_launch_us) {
+  if (t.budget <= 0 || t.reps <= 1) return t.reps;
+  if (!(per_launch_us > 0)) return t.reps;
+  const double n = std::floor(std::max(budget_us, 0.0) / per_launch_us);
+  return int(std::clamp(n, 1.0, double(t.reps)));
+}
+
+std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note,
+                                  double budget_us, int* reps_out) {
   try {
-    return device::time_median_us(launch, t.warmup, t.reps);
+    // The warm-up launches, timed on the host: what one launch costs the run.
+    const int reps = budgeted_reps(t, budget_us, device::warm_up_us(launch, t.warmup));
+    if (reps_out) *reps_out = reps;
+    return device::time_median_us(launch, 0, reps);
   } catch (const device::LaunchError& e) {
     add_note(note, e.what());
     return std::nullopt;
@@ -64,10 +76,10 @@ const char* timing_method_name(int method) {
 }
 
 KernelTime time_case_kernel(const TimingOptions& t, const Kernel& k, const void* args,
-                            const std::function<int()>& launch, std::string* note) {
+                            const std::function<int()>& launch, std::string* note, double budget_us) {
   if (k.time) return provider_time(t, k, args, note);
   KernelTime r;
-  r.kernel_us = time_kernel(t, launch, note);
+  r.kernel_us = time_kernel(t, launch, note, budget_us, &r.reps);
   if (r.kernel_us) r.method = timing_method_name(on_gpu() ? KVH_TIMING_EVENTS : KVH_TIMING_HOST);
   return r;
 }

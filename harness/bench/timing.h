@@ -21,11 +21,21 @@ namespace kvh {
 
 struct Kernel;
 
+/// How a case's kernels are timed. Budgeted (the default, issue 24): after `warmup`
+/// untimed launches, whose wall time estimates one launch, as many timed launches as fit in
+/// `budget` times the case's wall time so far, at least 1 and at most `reps`; so timing adds
+/// about `budget` to a run however small its kernels. budget 0: always `reps`.
 struct TimingOptions {
-  int warmup = 3;
-  int reps = 20;        // 0: no timing
+  int warmup = 1;
+  int reps = 20;        // the most timed launches; 0: no timing
+  double budget = 0.08; // share of the case's wall time the timing may add; 0: no budget (reps every time)
   bool on_cpu = false;  // time on the cpu backend too (host clock)
 };
+
+/// The timed launches a kernel gets: reps when t.budget is 0, else budget_us / per_launch_us
+/// clamped to [1, t.reps] (budget_us: t.budget times the case's wall time so far, shared by the
+/// kernels the case times; per_launch_us: the warm-up launches' wall time each).
+int budgeted_reps(const TimingOptions& t, double budget_us, double per_launch_us);
 
 /// Whether cases are timed under `t` on this backend.
 bool timing_enabled(const TimingOptions& t);
@@ -33,7 +43,10 @@ bool timing_enabled(const TimingOptions& t);
 /// Median microseconds of `launch` (returns 0 or a runtime error code), or
 /// nullopt when a timed launch returned an error code; then "; timing: <why>"
 /// is appended to *note. A device fault (device::Error) propagates.
-std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note);
+/// budget_us: the case's timing budget for this kernel (budgeted_reps); *reps_out, when given,
+/// is set to the timed launches made.
+std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note,
+                                  double budget_us = 0, int* reps_out = nullptr);
 
 /// One kernel's time: kernel_us, host_us (provider timing only) and how
 /// kernel_us was measured (timing_method_name of a kvh_timing_method; empty
@@ -41,6 +54,7 @@ std::optional<double> time_kernel(const TimingOptions& t, const std::function<in
 struct KernelTime {
   std::optional<double> kernel_us, host_us;
   std::string method;
+  int reps = 0;  // timed launches behind kernel_us (0: not measured here, or by the provider)
 };
 
 /// Name of a kvh_timing_method in results.json: "graph", "events_batch",
@@ -54,6 +68,6 @@ const char* timing_method_name(int method);
 /// measurement that is not a finite positive number, leaves kernel_us null
 /// and appends "; timing: <why>" to *note. A device fault propagates.
 KernelTime time_case_kernel(const TimingOptions& t, const Kernel& k, const void* args,
-                            const std::function<int()>& launch, std::string* note);
+                            const std::function<int()>& launch, std::string* note, double budget_us = 0);
 
 }  // namespace kvh

@@ -854,16 +854,20 @@ void time_kernels(DecodeCase& d) {
   if (!timing_enabled(d.options.timing)) return;
   enter_phase(Phase::Timing);
   d.running(component::kReader);
-  const KernelTime t =
-      time_case_kernel(d.options.timing, *d.rd, &d.a, [&] { return d.rd->attention(&d.a, nullptr); }, &d.r.v.detail);
+  // The budget: a share of the case's wall time so far, split between its kernels.
+  const double budget_us = d.options.timing.budget * d.elapsed_us() / (d.wr ? 2 : 1);
+  const KernelTime t = time_case_kernel(
+      d.options.timing, *d.rd, &d.a, [&] { return d.rd->attention(&d.a, nullptr); }, &d.r.v.detail, budget_us);
   d.r.v.kernel_us = t.kernel_us;
   d.r.v.host_us = t.host_us;
   d.r.v.timing_method = t.method;
+  d.r.v.timing_reps = t.reps;
   d.running(component::kWriter);
   if (!d.wr) return;
   const kvh_write_args wa = case_writer_args(d);
   d.r.v.writer_us =
-      time_case_kernel(d.options.timing, *d.wr, &wa, [&] { return launch_case_writer(d); }, &d.r.v.detail).kernel_us;
+      time_case_kernel(d.options.timing, *d.wr, &wa, [&] { return launch_case_writer(d); }, &d.r.v.detail, budget_us)
+          .kernel_us;
 }
 
 // The stages from the cache on, on the device; a device error is charged to d.on_device.

@@ -2,6 +2,7 @@
 // DecodeCase, case/write_case.cpp's WriteCase): the result being built, and
 // which component a device error belongs to.
 #pragma once
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -13,6 +14,12 @@ namespace kvh {
 struct CaseState {
   CaseResult r;
   const char* on_device = component::kHarness;  // the kernel launched last, until its synchronize returns
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  /// µs since the case began: what its kernel timing's budget is a share of (bench/timing.h).
+  double elapsed_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count();
+  }
 
   /// The case is UNSUPPORTED for `detail`; returns false (a stage's "stop here").
   bool unsupported(std::string detail) {

@@ -332,39 +332,33 @@ Verdict check_writer_on_device(const CacheLayout& L, DType dtype, uint64_t data_
     pass.max_abs_err = pass.max_rel_err = 0.0;
     return pass;
   }
-  // Something differs: explain it on the host (which elements, whose memory, how wrong). The
-  // cache as the writer found it is the fill again, made on the host: a pure function of the seed.
-  // A sparse arena has no whole cache to explain with: the first differing byte names it.
+  // Something differs: explain it where the caches are (issue 24). The cache as the writer
+  // found it is the fill again, made on the device (a pure function of the seed); a byte mask
+  // says which storage elements the views own; device threads classify and count every
+  // element, and one small tally comes back (device/write_diff.h). A sparse arena has no
+  // whole cache to explain with: the first differing byte names it.
   if (!actual.sparse()) try {
-    // The cpu backend's device memory is host memory: read it in place (a download of two
-    // caches would be most of a failing big case's time).
-    std::optional<GuardedArena> e_host, a_host;
-    auto in_place = [](const DeviceArena& d) {
-      return ArenaBytes(d.data(), d.size_bytes(), d.margin_bytes(), d.elem_bytes());
-    };
-    ArenaBytes e = in_place(expected), a = in_place(actual);
-    if (!device::host_reads_device_memory()) {
-      enter_phase(Phase::Copy);
-      e = e_host.emplace(expected.download());
-      a = a_host.emplace(actual.download());
-    }
-    // The cache as the writer found it, made again: on the cpu backend by the fill itself,
-    // in device (= host) memory; elsewhere on the host (host_fill_cache, equal to the device
-    // fill byte for byte: device_cache_test).
     enter_phase(Phase::AllocFill);
-    std::optional<DeviceArena> b_dev;
-    std::optional<GuardedArena> b_host;
-    ArenaBytes b;
-    if (device::host_reads_device_memory()) {
-      b_dev.emplace(L.storage_elems, actual.margin_bytes(), L.geo.elem_bytes);
-      b_dev->fill_cache(L, dtype, data_seed, stale, kv);
-      device::settle();
-      b = in_place(*b_dev);
-    } else {
-      b = b_host.emplace(host_fill_cache(L, dtype, data_seed, actual.margin_bytes(), stale, kv));
-    }
+    DeviceArena before(L.storage_elems, actual.margin_bytes(), L.geo.elem_bytes);
+    before.fill_cache(L, dtype, data_seed, stale, kv);
+    device::Buffer owned(size_t(std::max<int64_t>(L.storage_elems, 1)));
+    device::View16 all;
+    all.ndim = 1;
+    all.shape[0] = L.storage_elems;
+    all.stride[0] = 1;
+    device::fill_view8_const(owned.get(), all, 0);
+    device::fill_view8_const(owned.get(), view16(L.key), 1);
+    device::fill_view8_const(owned.get(), view16(L.value), 1);
     enter_phase(Phase::Check);
-    Verdict v = check_write(L, dtype, b, e, a, kv);
+    const device::ElemDecode decode = kv == KvCacheDType::Int8          ? device::ElemDecode::Int8
+                                      : kv == KvCacheDType::Fp8E4m3fnuz ? device::ElemDecode::E4m3fnuz
+                                      : kv == KvCacheDType::Fp8E4m3fn   ? device::ElemDecode::E4m3fn
+                                      : dtype == DType::BF16            ? device::ElemDecode::BF16
+                                                                        : device::ElemDecode::F16;
+    const device::WriteDiff d =
+        device::write_diff(actual.data(), expected.data(), before.data(), static_cast<const uint8_t*>(owned.get()),
+                           actual.size_bytes(), actual.margin_bytes(), L.storage_elems, int(L.geo.elem_bytes), decode);
+    Verdict v = write_verdict(L, dtype, d, kv);
     attribute(v, component::kWriter);
     return v;
   } catch (const std::bad_alloc&) {

@@ -218,10 +218,12 @@ void time_writer(WriteCase& d) {
   enter_phase(Phase::Timing);
   d.running(component::kWriter);
   const kvh_write_args a = d.args();
-  const KernelTime t = time_case_kernel(d.timing, *d.w, &a, [&] { return d.launch(); }, &d.r.v.detail);
+  const KernelTime t = time_case_kernel(d.timing, *d.w, &a, [&] { return d.launch(); }, &d.r.v.detail,
+                                        d.timing.budget * d.elapsed_us());
   d.r.v.kernel_us = t.kernel_us;
   d.r.v.host_us = t.host_us;
   d.r.v.timing_method = t.method;
+  d.r.v.timing_reps = t.reps;
 }
 
 }  // namespace

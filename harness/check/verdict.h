@@ -75,6 +75,8 @@ struct Verdict {
   std::optional<double> host_us;       // median host µs of one call of the kernel_us kernel, when its provider times
                                        // itself (kvh_time_fn): the bridge's and the provider's host overhead
   std::string timing_method;           // how kernel_us was measured (timing.h names); empty: not measured
+  int timing_reps = 0;                 // timed launches behind kernel_us (bench/timing.h budget); 0: a provider's
+                                       // own timing, or not measured
   int64_t bad_elements = 0;
 };
 

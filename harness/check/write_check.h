@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "case/arena.h"
+#include "device/write_diff.h"
 #include "case.h"
 #include "layout.h"
 #include "check/verdict.h"
@@ -23,5 +24,12 @@ namespace kvh {
 /// (a GuardedArena, or device memory the host reads in place).
 Verdict check_write(const CacheLayout& L, DType dtype, const ArenaBytes& before, const ArenaBytes& expected,
                     const ArenaBytes& actual, KvCacheDType kv = KvCacheDType::Same);
+
+/// The FAIL verdict of a tally with a difference (check_write's on the host,
+/// device::write_diff's on the device): the reason by the precedence above, the
+/// counts, the worst element with its got and want, and the first element of the
+/// primary class (its storage byte offset for an out-of-view write).
+Verdict write_verdict(const CacheLayout& L, DType dtype, const device::WriteDiff& d,
+                      KvCacheDType kv = KvCacheDType::Same);
 
 }  // namespace kvh

@@ -391,6 +391,11 @@ std::vector<ResultsField> make_results_fields() {
        [](In f, Out o) { o.v.timing_method = f.str(); },
        "how kernel_us was measured: device_events (around each launch), graph (replays of a captured call), "
        "events_batch (around back-to-back calls), host_clock; null if not measured"},
+      {"timing_reps", kResult, kNullable, kOptional,
+       [](R r) { return r.v.timing_reps > 0 ? json(r.v.timing_reps) : json(nullptr); },
+       [](In f, Out o) { o.v.timing_reps = int(f.opt_num().value_or(0)); },
+       "timed launches behind kernel_us: as many as fit in --timing-budget of the case's wall time, 1 to "
+       "--timing-reps (harness/bench/timing.h); null when a provider timed itself or nothing was timed"},
       {"bad_elements", kResult, kNotNull, kRequired, [](R r) -> json { return r.v.bad_elements; },
        [](In f, Out o) { o.v.bad_elements = f.count(); }, "elements out of tolerance: an integer >= 0"},
       {"seed", kCase, kNotNull, kRequired, [](R r) -> json { return r.c.seed; },

@@ -128,6 +128,10 @@ struct Timing {
 /// Throws LaunchError naming the code if `launch` returns non-zero, Error if
 /// the device faults.
 Timing time_launches(const std::function<int()>& launch, int warmup, int reps);
+/// Runs `launch` n times untimed, synchronizes, and returns the host wall time of one launch
+/// (µs, the n averaged, synchronize included): what a timed launch will cost the run.
+/// Errors as time_launches.
+double warm_up_us(const std::function<int()>& launch, int n);
 /// time_launches(...).median_us.
 double time_median_us(const std::function<int()>& launch, int warmup, int reps);
 
