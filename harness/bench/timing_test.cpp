@@ -176,5 +176,35 @@ TEST(ProviderTiming, AFailingCaseIsNeverTimed) {
   EXPECT_FALSE(r.v.kernel_us.has_value());
 }
 
+// Issue 24: the timed launches fit the budget (a share of the case's wall time, the warm-up's
+// wall time per launch), at least 1 and at most reps; budget 0 or no warm-up to size by: reps.
+TEST(TimingBudget, TheTimedLaunchesFitTheBudget) {
+  TimingOptions t;
+  t.reps = 20;
+  t.budget = 0.08;
+  EXPECT_EQ(budgeted_reps(t, 100.0, 30.0), 3);
+  EXPECT_EQ(budgeted_reps(t, 100.0, 500.0), 1) << "a launch longer than the budget is still timed once";
+  EXPECT_EQ(budgeted_reps(t, 1e6, 1.0), 20) << "never more than reps";
+  EXPECT_EQ(budgeted_reps(t, 100.0, 0.0), 20) << "nothing to size by";
+  t.budget = 0;
+  EXPECT_EQ(budgeted_reps(t, 100.0, 30.0), 20);
+}
+
+// A case's timing_reps: how many launches its kernel_us is the median of; budget 0: all of them.
+TEST(TimingBudget, ACaseRecordsItsTimedLaunches) {
+  const Registry reg = with_fake(uint32_t(offsetof(kvh_kernel_desc, time)));  // timed by the harness
+  TimingOptions t = on_cpu();
+  t.reps = 9;
+  t.budget = 0;
+  const CaseResult all = run_write_case(flash_case(), reg, t);
+  ASSERT_EQ(all.v.status, Status::Pass) << all.v.detail;
+  EXPECT_EQ(all.v.timing_reps, 9);
+  t.budget = 0.08;
+  const CaseResult budgeted = run_write_case(flash_case(), reg, t);
+  ASSERT_TRUE(budgeted.v.kernel_us.has_value());
+  EXPECT_GE(budgeted.v.timing_reps, 1);
+  EXPECT_LE(budgeted.v.timing_reps, 9);
+}
+
 }  // namespace
 }  // namespace kvh

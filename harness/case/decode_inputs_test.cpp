@@ -1,8 +1,8 @@
 // The sequences of a decode case (decode_inputs.h): drawn query lengths of
 // ragged cases (both ends of a range, the kinds of a mixed batch, shuffled,
-// clamped to the context length, query_start_loc), and decode cases drawing
-// exactly what they drew before ragged queries: the same context lengths,
-// block tables and slots, and the rng left where it was.
+// clamped to the context length, query_start_loc, the same for every paging),
+// and decode cases drawing exactly what they drew before ragged queries: the
+// same context lengths, block tables and slots, and the rng left where it was.
 #include "case/decode_inputs.h"
 
 #include <gtest/gtest.h>
@@ -124,9 +124,10 @@ TEST(DecodeInputs, DecodeCasesDrawExactlyWhatTheyDrewBefore) {
   EXPECT_TRUE(r == untouched);
 }
 
-// A ragged case draws its query lengths after everything a decode case draws: the same pages as
-// its decode twin, and its query lengths are draw_query_lens from where the twin left the rng.
-TEST(DecodeInputs, RaggedCasesDrawTheirQueryLengthsLast) {
+// A ragged case draws its query lengths right after its context lengths, before the block ids
+// (issue 24: both are logical inputs): its context lengths are its decode twin's, and another block
+// size, first block id or padding (the pages alone) leaves both lists as they are.
+TEST(DecodeInputs, RaggedCasesDrawTheirQueryLengthsBeforeTheBlockIds) {
   for (const Case& c : decode_cases())
     for (const Case& r : {ragged(c, 3, 40), ragged(c, 16, 128, true), ragged(c, 5, 5)})
       for (uint64_t seed : {1ull, 77ull}) {
@@ -134,17 +135,23 @@ TEST(DecodeInputs, RaggedCasesDrawTheirQueryLengthsLast) {
         std::mt19937_64 d_rng(seed), r_rng(seed);
         const Sequences d = make_sequences(c, d_rng);
         const Sequences s = make_sequences(r, r_rng);
-        expect_same_pages(s, d, what);
-        std::vector<int64_t> q = draw_query_lens(r, d_rng, d.context_lens);
-        EXPECT_TRUE(d_rng == r_rng) << what;
-        ASSERT_EQ(q.size(), size_t(r.batch_size)) << what;
+        EXPECT_EQ(s.context_lens, d.context_lens) << what;
+        Case paged = r;
+        paged.block_size = r.block_size * 2;
+        paged.min_block_id = 7;
+        paged.block_table_padding = 3;
+        std::mt19937_64 p_rng(seed);
+        const Sequences p = make_sequences(paged, p_rng);
+        EXPECT_EQ(p.context_lens, s.context_lens) << what;
+        EXPECT_EQ(p.query_lens, s.query_lens) << what << ": the pages moved the query lengths";
+        EXPECT_NE(p.block_tables, s.block_tables) << what;
         ASSERT_EQ(s.query_lens.size(), size_t(r.batch_size)) << what;
         ASSERT_EQ(s.query_start_loc.size(), size_t(r.batch_size + 1)) << what;
         EXPECT_EQ(s.query_start_loc[0], 0) << what;
         int32_t most = 0;
-        for (size_t i = 0; i < q.size(); ++i) {
+        for (size_t i = 0; i < s.query_lens.size(); ++i) {
           // Clamped to the sequence's length: the new tokens are its last ones.
-          EXPECT_EQ(s.query_lens[i], std::min<int64_t>(q[i], s.context_lens[i])) << what << " sequence " << i;
+          EXPECT_LE(s.query_lens[i], s.context_lens[i]) << what << " sequence " << i;
           EXPECT_GE(s.query_lens[i], 1) << what;
           EXPECT_EQ(s.query_start_loc[i + 1], s.query_start_loc[i] + s.query_lens[i]) << what;
           most = std::max(most, s.query_lens[i]);

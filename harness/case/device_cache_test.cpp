@@ -17,6 +17,7 @@
 #include "device/counter_rng.h"
 #include "case/values.h"
 #include "case/views.h"
+#include "check/write_check.h"
 
 namespace kvh {
 namespace {
@@ -294,6 +295,93 @@ TEST(SparseArenaDeathTest, AnUntouchedPageFaults) {
   st[(L.key.offset + 70000 * L.key.stride[0]) * 2] = 1;  // touched
   // Page 70000 mod 65,536 = 4,464: where a 16-bit block id reads.
   EXPECT_EXIT((void)st[(L.key.offset + 4464 * L.key.stride[0]) * 2], device::died_of_unbacked_access, "");
+}
+
+}  // namespace
+}  // namespace kvh
+
+namespace kvh {
+namespace {
+
+// Issue 24: a failing writer is explained on the device (device::write_diff) exactly as the host
+// check (check_write) explains it: the same reason, counts, worst element and detail, for each
+// kind of damage alone and all together, on every layout, 16-bit, fp8 and int8.
+TEST(DeviceCache, TheDeviceExplainsAFailingWriterAsTheHostDoes) {
+  if (!device::host_reads_device_memory()) GTEST_SKIP() << "plants through host pointers (cpu backend)";
+  enum Plant { Unwritten, Mismatch, OutOfView, NanGot, Margin, All };
+  int checked = 0;
+  for (const auto& [name, L16] : every_layout())
+    for (KvCacheDType kv : {KvCacheDType::Same, KvCacheDType::Fp8E4m3fnuz, KvCacheDType::Int8})
+      for (Plant plant : {Unwritten, Mismatch, OutOfView, NanGot, Margin, All}) {
+        if (kv != KvCacheDType::Same && L16.geo.head_size < 16) continue;
+        CacheLayout L = L16;
+        if (kv != KvCacheDType::Same) {
+          CacheGeometry g = L16.geo;
+          g.elem_bytes = 1, g.x = 16;
+          auto made = make_cache_layout(L16.format, L16.scheme, g);
+          if (!made.layout) continue;
+          L = *made.layout;
+        }
+        SCOPED_TRACE(fmt::format("{} kv {} plant {}", name, int(kv), int(plant)));
+        const int64_t eb = L.geo.elem_bytes, margin = 256;
+        const DType dtype = DType::BF16;
+        DeviceArena expected(L.storage_elems, margin, eb), actual(L.storage_elems, margin, eb);
+        expected.fill_cache(L, dtype, 42, Stale::Random, kv);
+        device::settle();
+        // The reference writer's tokens: a random third of the owned elements get new values.
+        std::vector<int64_t> owned;
+        for (const StridedView* v : {&L.key, &L.value}) for_each_offset(*v, [&](int64_t off) { owned.push_back(off); });
+        std::sort(owned.begin(), owned.end());
+        owned.erase(std::unique(owned.begin(), owned.end()), owned.end());
+        std::mt19937_64 rng(uint64_t(checked) + 7);
+        auto put = [&](uint8_t* storage, int64_t el, uint16_t bits) {
+          if (eb == 1) storage[el] = uint8_t(bits);
+          else std::memcpy(storage + 2 * el, &bits, 2);
+        };
+        std::vector<int64_t> changed;
+        for (int64_t el : owned)
+          if (rng() % 3 == 0) {
+            put(expected.storage(), el, uint16_t(0x3c00 + rng() % 0x300));  // finite in every format
+            changed.push_back(el);
+          }
+        if (changed.empty()) continue;
+        actual.copy_from(expected);
+        auto pick = [&](const std::vector<int64_t>& from) { return from[rng() % from.size()]; };
+        uint8_t* a = actual.storage();
+        const GuardedArena before = host_fill_cache(L, dtype, 42, margin, Stale::Random, kv);
+        if (plant == Unwritten || plant == All)
+          for (int i = 0; i < 3; ++i) {  // the old token back
+            const int64_t el = pick(changed);
+            std::memcpy(a + el * eb, before.storage() + el * eb, size_t(eb));
+          }
+        if (plant == Mismatch || plant == All)
+          for (int i = 0; i < 4; ++i) put(a, pick(owned), uint16_t(0x4400 + rng() % 0x100));
+        if (plant == NanGot || plant == All) put(a, pick(owned), eb == 1 ? 0x80 : 0x7fc1);
+        if ((plant == OutOfView || plant == All) && int64_t(owned.size()) < L.storage_elems) {
+          int64_t el = int64_t(rng() % uint64_t(L.storage_elems));
+          while (std::binary_search(owned.begin(), owned.end(), el)) el = (el + 1) % L.storage_elems;
+          a[el * eb] ^= 0x5a;
+        }
+        if (plant == Margin || plant == All) actual.data()[rng() % uint64_t(margin)] ^= 0x21;
+        device::settle();
+        const Verdict on_device = check_writer_on_device(L, dtype, 42, expected, actual, Stale::Random, kv);
+        auto in_place = [](const DeviceArena& d) {
+          return ArenaBytes(d.data(), d.size_bytes(), d.margin_bytes(), d.elem_bytes());
+        };
+        Verdict on_host = check_write(L, dtype, before, in_place(expected), in_place(actual), kv);
+        if (on_host.status == Status::Pass) {
+          EXPECT_EQ(on_device.status, Status::Pass);
+          continue;
+        }
+        ASSERT_EQ(on_device.status, Status::Fail);
+        EXPECT_EQ(on_device.reason, on_host.reason);
+        EXPECT_EQ(on_device.detail, on_host.detail);
+        EXPECT_EQ(on_device.bad_elements, on_host.bad_elements);
+        EXPECT_EQ(on_device.max_abs_err.has_value(), on_host.max_abs_err.has_value());
+        if (on_host.max_abs_err) EXPECT_EQ(*on_device.max_abs_err, *on_host.max_abs_err);
+        ++checked;
+      }
+  EXPECT_GT(checked, 300);
 }
 
 }  // namespace
