@@ -138,8 +138,8 @@ TEST(DecodeInputs, RaggedCasesDrawTheirQueryLengthsBeforeTheBlockIds) {
         EXPECT_EQ(s.context_lens, d.context_lens) << what;
         Case paged = r;
         paged.block_size = r.block_size * 2;
-        paged.min_block_id = 7;
-        paged.block_table_padding = 3;
+        paged.min_block_id = r.min_block_id + 5;  // other ids: the block tables must differ
+        paged.block_table_padding = r.block_table_padding < 0 ? 3 : -1;
         std::mt19937_64 p_rng(seed);
         const Sequences p = make_sequences(paged, p_rng);
         EXPECT_EQ(p.context_lens, s.context_lens) << what;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "case/padding.h"
+#include "case/values.h"
+
 #include "device/device.h"
 
 extern "C" const kvh_kernel_desc* kvh_planted_writers(int32_t* count);
@@ -199,7 +202,11 @@ TEST(WriteCase, PlantedWriterThatSwapsKAndVIsAMismatch) {
 
 TEST(WriteCase, PlantedWriterThatSkipsATokenLeavesUnwrittenOutput) {
   Registry reg = registry_with_planted();
-  CaseResult r = run_write_case(write_case("planted_skips_last_token", Scheme::KvFirst), reg);
+  // A seed whose last token is real and the only padding-free stretch's end (padding.h): skipping
+  // it leaves exactly one token unwritten.
+  Case c = write_case("planted_skips_last_token", Scheme::KvFirst);
+  while (!padding_tokens(c.batch_size, case_data_seed(c)).empty()) ++c.seed;
+  CaseResult r = run_write_case(c, reg);
   EXPECT_EQ(r.v.status, Status::Fail);
   EXPECT_EQ(r.v.reason, "unwritten_output") << r.v.detail;
   EXPECT_EQ(r.v.bad_elements, 2 * 2 * 128);  // one token: K and V, 2 kv heads x 128

@@ -75,13 +75,13 @@ Verdict check_write(const CacheLayout& L, DType dtype, const ArenaBytes& before,
     }
   });
   device::WriteDiff d;
-  for (const device::WriteDiff& t : tallies) {
+  for (const device::WriteDiff& t : tallies) {  // in index order: the first chunk with a class has its first
+    if (t.out_of_view && !d.out_of_view) d.first_out_of_view = t.first_out_of_view;
+    if (t.mismatched && !d.mismatched) d.first_mismatched = t.first_mismatched;
+    if (t.unwritten && !d.unwritten) d.first_unwritten = t.first_unwritten;
     d.out_of_view += t.out_of_view;
     d.mismatched += t.mismatched;
     d.unwritten += t.unwritten;
-    for (auto [into, from] : {std::pair{&d.first_out_of_view, t.first_out_of_view},
-                              {&d.first_mismatched, t.first_mismatched}, {&d.first_unwritten, t.first_unwritten}})
-      if (*into < 0) *into = from;
     if (t.worst_abs > d.worst_abs) d.worst_abs = t.worst_abs, d.worst = t.worst, d.worst_got = t.worst_got, d.worst_want = t.worst_want;
   }
   return write_verdict(L, dtype, d, kv);
@@ -105,7 +105,7 @@ Verdict write_verdict(const CacheLayout& L, DType dtype, const device::WriteDiff
                        : "";
   // The first element of the primary class, when it is not the worst one already named.
   auto first = [&](const char* what, int64_t el) {
-    return el >= 0 && el != d.worst ? fmt::format("; first {} at storage element {} ({})", what, el, L.describe(el))
+    return el != d.worst ? fmt::format("; first {} at storage element {} ({})", what, el, L.describe(el))
                                     : std::string();
   };
   if (d.out_of_view) {

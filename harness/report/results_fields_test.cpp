@@ -100,6 +100,9 @@ CaseResult every_field_set() {
   cr.padding_tokens = {0, 5, 63};
   cr.wall_ms = 12.5;
   cr.reference_ms = 7.25;
+  cr.reference_id = "00c0ffee00c0ffee";
+  cr.reference_reused = true;
+  cr.v.timing_reps = 7;
   for (int p = 0; p < kPhaseCount; ++p) cr.phases[size_t(p)] = 0.5 + p;
   return cr;
 }

@@ -32,8 +32,9 @@ print(n.counts_text(json.load(open(sys.argv[1]))["cases"]))' "$WORK/run/results.
   [ "$page" = "$want" ] || fail "the nightly page counts '$page', run '$want'"
   ;;
 case_file_strings)
+  # Seed 3: its one token is real (under seeds 1 and 2 it is padding, and the fixture passes).
   cat >"$WORK/hostile.toml" <<'TOML'
-seeds = [1]
+seeds = [3]
 [[write]]
 models = ["Qwen3-235B-A22B"]
 tp = 8

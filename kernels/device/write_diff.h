@@ -14,7 +14,8 @@ namespace kvh::device {
 enum class ElemDecode : int32_t { F16 = 0, BF16 = 1, E4m3fn = 2, E4m3fnuz = 3, Int8 = 4 };
 
 /// The tally of one comparison. Element indices are storage elements (arena elements
-/// minus the front margin; negative or >= the storage: in a margin); -1: none.
+/// minus the front margin; negative or >= the storage: in a margin); a first_* index means
+/// something only where its class's count is above 0.
 struct WriteDiff {
   int64_t out_of_view = 0, mismatched = 0, unwritten = 0;  // elements of each class
   int64_t first_out_of_view = -1, first_mismatched = -1, first_unwritten = -1;

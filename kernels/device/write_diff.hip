@@ -21,16 +21,17 @@ constexpr unsigned kBlocks = 16;   // host SIMT: a few blocks per worker
 #endif
 constexpr unsigned kGroup = 256;   // tallies one reducing thread merges
 
-__host__ __device__ inline int64_t first_of(int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : (a < b ? a : b); }
+// The first of a class: an index counts only where its class has elements (a margin's are negative).
+__host__ __device__ inline void take_first(int64_t& first, int64_t& count, int64_t t_first, int64_t t_count) {
+  if (t_count > 0 && (count == 0 || t_first < first)) first = t_first;
+  count += t_count;
+}
 
 // into += t: counts add, firsts take the least, worst the larger |error| (the smaller index of equals).
 __host__ __device__ inline void merge(WriteDiff& into, const WriteDiff& t) {
-  into.out_of_view += t.out_of_view;
-  into.mismatched += t.mismatched;
-  into.unwritten += t.unwritten;
-  into.first_out_of_view = first_of(into.first_out_of_view, t.first_out_of_view);
-  into.first_mismatched = first_of(into.first_mismatched, t.first_mismatched);
-  into.first_unwritten = first_of(into.first_unwritten, t.first_unwritten);
+  take_first(into.first_out_of_view, into.out_of_view, t.first_out_of_view, t.out_of_view);
+  take_first(into.first_mismatched, into.mismatched, t.first_mismatched, t.mismatched);
+  take_first(into.first_unwritten, into.unwritten, t.first_unwritten, t.unwritten);
   if (t.worst >= 0 && (t.worst_abs > into.worst_abs || (t.worst_abs == into.worst_abs && t.worst < into.worst))) {
     into.worst = t.worst;
     into.worst_abs = t.worst_abs;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -49,8 +50,9 @@ class SimtScheduler final : public boost::fibers::algo::algorithm {
   ~SimtScheduler() override {
     if (t_scheduler == this) t_scheduler = nullptr;
   }
-  /// The fiber now running belongs to warp `warp`.
+  /// The fiber now running belongs to warp `warp` (kept for the warp run-ahead order only).
   void set_warp(int warp) {
+    if (!run_ahead_) return;
     warp_of_[boost::fibers::context::active()] = warp;
     if (warp >= int(priority_.size())) priority_.resize(size_t(warp) + 1, 0);
   }
@@ -61,6 +63,11 @@ class SimtScheduler final : public boost::fibers::algo::algorithm {
   void awakened(boost::fibers::context* ctx) noexcept override { ready_.push_back(ctx); }
   boost::fibers::context* pick_next() noexcept override {
     if (ready_.empty()) return nullptr;
+    if (!random_) {  // FIFO: O(1) (a block barrier readies every fiber of the block at once)
+      boost::fibers::context* ctx = ready_.front();
+      ready_.pop_front();
+      return ctx;
+    }
     size_t i = 0;
     if (run_ahead_) {
       int64_t best = -1;
@@ -92,7 +99,7 @@ class SimtScheduler final : public boost::fibers::algo::algorithm {
   }
 
  private:
-  std::vector<boost::fibers::context*> ready_;
+  std::deque<boost::fibers::context*> ready_;
   std::unordered_map<boost::fibers::context*, int> warp_of_;
   std::vector<uint32_t> priority_;
   bool random_, run_ahead_;
