@@ -275,17 +275,17 @@ std::vector<std::string> shipped_suites(const RunOptions& o, const Registry& reg
   for (const auto& f : files) {
     RunOptions one = o;
     one.case_files = {f};
-    try {
-      const std::string why = decode_memory_refusal(load_cases(one, reg).cases, reg);
-      if (why.empty()) {
-        out.push_back(f);
-        continue;
-      }
-      fmt::print(stderr, "kvharness bench: skipping {}: {}\n", f, why);
-    } catch (const std::exception& e) {  // the reason, without the list of every known kernel
-      const std::string why = e.what();
-      fmt::print(stderr, "kvharness bench: skipping {}: {}\n", f, why.substr(0, why.find("; known ")));
-    }
+    // A broken shipped file is an error (CaseFileError propagates); a provider's suite is skipped.
+    const Loaded loaded = load_cases(one, reg, /*allow_unknown=*/true);
+    std::string why;
+    if (!loaded.unknown_kernels.empty())
+      why = fmt::format("needs --provider for {}", fmt::join(loaded.unknown_kernels, ", "));
+    else if (loaded.cases.empty())
+      why = "no case";
+    else
+      why = decode_memory_refusal(loaded.cases, reg);
+    if (why.empty()) out.push_back(f);
+    else fmt::print(stderr, "kvharness bench: skipping {}: {}\n", f, why);
   }
   if (out.empty()) throw CaseFileError(fmt::format("bench --suite all: no runnable case file under {}", dir.string()));
   return out;
@@ -743,6 +743,7 @@ std::optional<int> other_commands(Cli& k) {
   const Registry reg = make_registry(k.o);
   if (*k.bench_cmd && !k.bench_suites.empty())
     return bench_suites_main(k.bench_suites, k.bo.report_dir, k.o, k.bench_shard, reg);
+  if (*k.bench_cmd && !k.bench_shard.empty()) throw CaseFileError("bench --shard takes effect with --suite only");
   if (*k.bench_cmd) {
     if (k.bo.quick) {  // explicit options win
       if (!*k.reps_opt) k.bo.reps = 5;

@@ -68,7 +68,7 @@ struct DecodeCase : CaseState {
   std::optional<CacheLayout> layout;
   int64_t margin = 0;            // bytes around the cache storage
   double scale = 0;
-  std::shared_ptr<const KvScaleTensors> kv_scales;  // shared with the reference's computation
+  std::optional<KvScaleTensors> kv_scales;
   const KvScaleTensors* fp8 = nullptr;  // set for fp8 caches
   // reference
   std::shared_ptr<const ShapedInputs> shaped;  // the `values` axis's inputs (shared with the reference)
@@ -262,7 +262,7 @@ bool plan_layout(DecodeCase& d) {
   }
   // fp8 caches: the dequant scales (a small guarded device buffer; host copies for the reference).
   try {
-    d.kv_scales = std::make_shared<const KvScaleTensors>(c, d.s.num_blocks, d.r.data_seed);
+    d.kv_scales.emplace(c, d.s.num_blocks, d.r.data_seed);
   } catch (const device::AllocError& e) {
     add_cause(d.r.v, component::kHarness, reason::kHarnessError, e.what(), true);
     return false;
@@ -285,7 +285,9 @@ std::string reference_key(const DecodeCase& d) {
 
 // reference: what the computation reads, owned by it (it may outlive this case: reference_cache.h).
 ReferenceCache::Compute reference_compute(const DecodeCase& d) {
-  return [c = d.c, s = d.s, shaped = d.shaped, fp8 = d.fp8 ? d.kv_scales : nullptr, mods = d.mods, scale = d.scale,
+  std::shared_ptr<const KvScaleTensors> fp8;  // the host copies only: no device memory freed on a pool thread
+  if (d.fp8) fp8 = std::make_shared<const KvScaleTensors>(d.fp8->host_only());
+  return [c = d.c, s = d.s, shaped = d.shaped, fp8, mods = d.mods, scale = d.scale,
           seed = d.r.data_seed, elems = d.query_elems()](const std::atomic<bool>& cancel) {
     if (shaped)
       return reference_out(c, s, shaped->query.data(), shaped->key.data(), shaped->value.data(), seed, scale, mods,

@@ -117,4 +117,14 @@ device::Fp8WriteScales KvScaleTensors::write_scales(const Case& c) const {
   return w;
 }
 
+KvScaleTensors KvScaleTensors::host_only() const {
+  KvScaleTensors h;
+  h.gran_ = gran_;
+  h.num_blocks_ = num_blocks_, h.num_kv_heads_ = num_kv_heads_, h.block_size_ = block_size_;
+  h.shape_ = shape_;
+  h.k_ = k_, h.v_ = v_;
+  h.k_off_ = k_off_, h.v_off_ = v_off_;
+  return h;
+}
+
 }  // namespace kvh

@@ -56,8 +56,12 @@ class KvScaleTensors {
   float v_at(int64_t block, int64_t head, int64_t tok) const { return at(v_, block, head, tok); }
   /// What device::reference_write_fp8 needs (format and input dtype from c).
   device::Fp8WriteScales write_scales(const Case& c) const;
+  /// The host copies alone, without the device tensors (k_tensor/v_tensor then null): what the
+  /// float64 reference reads, safe to hand to a thread that may outlive the case.
+  KvScaleTensors host_only() const;
 
  private:
+  KvScaleTensors() = default;
   float at(const std::vector<float>& s, int64_t block, int64_t head, int64_t tok) const;
   kvh_tensor tensor(int64_t offset_floats) const;
   kvh_scale_granularity gran_ = KVH_SCALES_NONE;

@@ -44,8 +44,10 @@ ReferenceCache::Lease ReferenceCache::acquire(const std::string& key, Compute co
   auto promise = std::make_shared<std::promise<Matrix>>();
   e->result = promise->get_future().share();
   entries_.emplace(key, e);
+  ++in_flight_;
   // Detached: the future run_async returns is not kept; the promise carries the outcome.
-  (void)run_async([this, e, promise, compute = std::move(compute)] {
+  try {
+    (void)run_async([this, e, promise, compute = std::move(compute)] {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       auto m = std::make_shared<const reference::RowMatrix>(compute(e->cancel));
@@ -56,8 +58,21 @@ ReferenceCache::Lease ReferenceCache::acquire(const std::string& key, Compute co
       finish(e, 0, false);  // an error is not kept: the next case computes again (and sees it)
       promise->set_exception(std::current_exception());
     }
+    std::lock_guard<std::mutex> done(m_);
+    if (--in_flight_ == 0) idle_.notify_all();
   });
+  } catch (...) {  // not started (no memory for the task): nothing may wait on this entry
+    entries_.erase(key);
+    e->listed = false;
+    if (--in_flight_ == 0) idle_.notify_all();
+    throw;
+  }
   return Lease(this, e, true);
+}
+
+ReferenceCache::~ReferenceCache() {
+  std::unique_lock<std::mutex> lk(m_);
+  idle_.wait(lk, [this] { return in_flight_ == 0; });
 }
 
 void ReferenceCache::finish(const std::shared_ptr<Entry>& e, int64_t bytes, bool ok) {

@@ -6,6 +6,7 @@
 // its cache for every case it runs (one worker per run unless a case crashes).
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -55,6 +56,8 @@ class ReferenceCache {
   /// max_bytes: the references kept once nobody holds them (0: none kept, no sharing
   /// between cases that do not overlap).
   explicit ReferenceCache(int64_t max_bytes) : max_bytes_(max_bytes) {}
+  /// Waits for the computations still running (a cancelled one finishes on its own).
+  ~ReferenceCache();
   ReferenceCache(const ReferenceCache&) = delete;
   ReferenceCache& operator=(const ReferenceCache&) = delete;
 
@@ -77,6 +80,8 @@ class ReferenceCache {
   const int64_t max_bytes_;
   mutable std::mutex m_;
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
+  std::condition_variable idle_;
+  int in_flight_ = 0;  // computations started and not finished (under m_)
   int64_t bytes_ = 0;
   uint64_t clock_ = 0;
 };
