@@ -23,11 +23,11 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 LOG=$OUT/verdict_speed.log MD=$OUT/verdict_speed.md
 : >"$LOG"
 echo "# verdicts at device speed: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores" >"$MD"
-timed() {  # timed NAME CMD...: runs CMD, logs it, appends "- NAME: S s (rc R)"
+timed() {  # timed NAME CMD...: runs CMD (at most STEP_TIMEOUT s, default 150), logs it, appends "- NAME: S s (rc R)"
   local name=$1 t0 rc
   shift
   t0=$EPOCHREALTIME
-  "$@" >>"$LOG" 2>&1
+  timeout "${STEP_TIMEOUT:-150}" "$@" >>"$LOG" 2>&1
   rc=$?
   printf -- '- %s: %s s (rc %d)\n' "$name" "$(awk "BEGIN { printf \"%.3f\", $EPOCHREALTIME - $t0 }")" "$rc" | tee -a "$MD"
 }
