@@ -477,7 +477,7 @@ void add_run_scheduling(Cli& k) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("--timing-warmup", o.timing.warmup,
-                  "GPU backends: untimed launches before them (their wall time sizes the budget's launches)")
+                  "GPU backends: untimed launches before them (the verdict's launch has warmed the kernel)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("--timing-budget", o.timing.budget,

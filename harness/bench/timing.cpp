@@ -1,7 +1,9 @@
 #include "bench/timing.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -46,8 +48,7 @@ KernelTime provider_time(const TimingOptions& t, const Kernel& k, const void* ar
 bool timing_enabled(const TimingOptions& t) { return t.reps > 0 && (on_gpu() || t.on_cpu); }
 
 int budgeted_reps(const TimingOptions& t, double budget_us, double per_launch_us) {
-  if (t.budget <= 0 || t.reps <= 1) return t.reps;
-  if (!(per_launch_us > 0)) return t.reps;
+  if (t.budget <= 0 || t.reps <= 1 || !(per_launch_us > 0)) return t.reps;
   const double n = std::floor(std::max(budget_us, 0.0) / per_launch_us);
   return int(std::clamp(n, 1.0, double(t.reps)));
 }
@@ -55,10 +56,21 @@ int budgeted_reps(const TimingOptions& t, double budget_us, double per_launch_us
 std::optional<double> time_kernel(const TimingOptions& t, const std::function<int()>& launch, std::string* note,
                                   double budget_us, int* reps_out) {
   try {
-    // The warm-up launches, timed on the host: what one launch costs the run.
-    const int reps = budgeted_reps(t, budget_us, device::warm_up_us(launch, t.warmup));
-    if (reps_out) *reps_out = reps;
-    return device::time_median_us(launch, 0, reps);
+    // The verdict's launch has warmed the kernel; --timing-warmup adds untimed launches. The first
+    // timed launch also sizes the rest: its host wall time is what one launch costs the run.
+    if (t.warmup > 0) device::warm_up_us(launch, t.warmup);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> us = device::time_launches(launch, 0, 1).samples_us;
+    const double per_launch = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const int reps = budgeted_reps(t, budget_us, per_launch);
+    if (reps > 1) {
+      const std::vector<double> more = device::time_launches(launch, 0, reps - 1).samples_us;
+      us.insert(us.end(), more.begin(), more.end());
+    }
+    if (reps_out) *reps_out = int(us.size());
+    std::sort(us.begin(), us.end());
+    const size_t n = us.size();
+    return n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
   } catch (const device::LaunchError& e) {
     add_note(note, e.what());
     return std::nullopt;

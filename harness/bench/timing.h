@@ -21,12 +21,13 @@ namespace kvh {
 
 struct Kernel;
 
-/// How a case's kernels are timed. Budgeted (the default, issue 24): after `warmup`
-/// untimed launches, whose wall time estimates one launch, as many timed launches as fit in
-/// `budget` times the case's wall time so far, at least 1 and at most `reps`; so timing adds
-/// about `budget` to a run however small its kernels. budget 0: always `reps`.
+/// How a case's kernels are timed. Budgeted (the default, issue 24): the verdict's launch has
+/// warmed the kernel (`warmup` adds untimed launches); the first timed launch's host wall time
+/// sizes the rest: as many timed launches as fit in `budget` times the case's wall time so far,
+/// at least 1 and at most `reps`; so timing adds about `budget` to a run however small its
+/// kernels. budget 0: always `reps`.
 struct TimingOptions {
-  int warmup = 1;
+  int warmup = 0;
   int reps = 20;        // the most timed launches; 0: no timing
   double budget = 0.08; // share of the case's wall time the timing may add; 0: no budget (reps every time)
   bool on_cpu = false;  // time on the cpu backend too (host clock)
@@ -34,7 +35,7 @@ struct TimingOptions {
 
 /// The timed launches a kernel gets: reps when t.budget is 0, else budget_us / per_launch_us
 /// clamped to [1, t.reps] (budget_us: t.budget times the case's wall time so far, shared by the
-/// kernels the case times; per_launch_us: the warm-up launches' wall time each).
+/// kernels the case times; per_launch_us: the first timed launch's host wall time).
 int budgeted_reps(const TimingOptions& t, double budget_us, double per_launch_us);
 
 /// Whether cases are timed under `t` on this backend.

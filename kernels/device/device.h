@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace kvh::device {
 
@@ -118,6 +119,7 @@ void fill_random16(void* dst, size_t count, bool bf16, uint64_t seed);
 struct Timing {
   double median_us = 0, min_us = 0, max_us = 0;
   int reps = 0;
+  std::vector<double> samples_us;  // each timed run, ascending
 };
 /// Times `launch` (enqueues one run of a kernel, or of several, on the null
 /// stream and returns 0 or a runtime error code): `warmup` untimed runs, then

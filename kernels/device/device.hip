@@ -319,6 +319,7 @@ Timing time_launches(const std::function<int()>& launch, int warmup, int reps) {
   t.min_us = us.front();
   t.max_us = us.back();
   t.median_us = reps % 2 ? us[size_t(reps / 2)] : 0.5 * (us[size_t(reps / 2 - 1)] + us[size_t(reps / 2)]);
+  t.samples_us = std::move(us);
   return t;
 }
 
