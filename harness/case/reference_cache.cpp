@@ -87,16 +87,17 @@ void ReferenceCache::finish(const std::shared_ptr<Entry>& e, int64_t bytes, bool
   evict_locked();
 }
 
-void ReferenceCache::drop(const std::shared_ptr<Entry>& e) {
+bool ReferenceCache::drop(const std::shared_ptr<Entry>& e) {
   std::lock_guard<std::mutex> lk(m_);
-  if (--e->holders > 0) return;
-  if (!e->done && e->listed) {  // nobody waits for it any more: stop it, forget it
+  if (--e->holders > 0) return false;
+  if (!e->done) {  // nobody waits for it any more: stop it, forget it
     e->cancel = true;
-    entries_.erase(e->key);
+    if (e->listed) entries_.erase(e->key);
     e->listed = false;
-    return;
+    return true;
   }
   evict_locked();
+  return false;
 }
 
 // The least recently used references nobody holds go first, until the kept ones fit.
@@ -139,7 +140,9 @@ double ReferenceCache::Lease::compute_ms() const { return e_ ? e_->ms.load() : 0
 
 void ReferenceCache::Lease::release() {
   if (!e_) return;
-  cache_->drop(e_);
+  // The last holder of an unfinished reference waits for its cancelled computation to stop, so
+  // that no computation outlives every case (at exit it would run into static destructors).
+  if (cache_->drop(e_)) e_->result.wait();
   e_.reset();
 }
 

@@ -28,7 +28,8 @@ class ReferenceCache {
   struct Entry;
 
   /// A case's hold on one reference. get() waits for it and rethrows what its computation
-  /// threw. The last holder to drop an unfinished reference cancels and forgets it.
+  /// threw. The last holder to drop an unfinished reference cancels and forgets it, and waits
+  /// for the computation to stop (the reference checks `cancel` between sequences).
   class Lease {
    public:
     Lease() = default;
@@ -74,7 +75,8 @@ class ReferenceCache {
 
  private:
   void finish(const std::shared_ptr<Entry>& e, int64_t bytes, bool ok);
-  void drop(const std::shared_ptr<Entry>& e);
+  /// One holder less; true when it was the last of an unfinished entry (now cancelled).
+  bool drop(const std::shared_ptr<Entry>& e);
   void evict_locked();
 
   const int64_t max_bytes_;
