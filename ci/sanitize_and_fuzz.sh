@@ -2,7 +2,7 @@
 # Sanitizers and fuzzing (issue 7): fails on any ASan/UBSan report in the unit
 # tests and on any crash, sanitizer report, uncaught exception, hang or
 # oversized allocation the fuzzers find.
-#   1. the `asan` preset (g++, -fsanitize=address,undefined, -O1 -g):
+#   1. the `asan` preset (g++, -fsanitize=address,undefined, -O1 -g1):
 #      configure, build, `ctest --preset asan` (its ASAN_OPTIONS and test
 #      selection are in CMakePresets.json);
 #   2. fuzz/ with clang++-19 and libFuzzer (cmake -S fuzz -B build/fuzz);

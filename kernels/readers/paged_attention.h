@@ -137,13 +137,6 @@ struct CorrectVariant {
   static KVH_HD float running_max_init() { return -INFINITY; }
 };
 
-/// Variant built for 16-bit caches only (k16BitCachesOnly): for a planted reader whose
-/// capabilities refuse fp8 and int8 caches, a quarter of the kernel instances to compile.
-template <class Variant>
-struct Only16BitCaches : Variant {
-  static constexpr bool k16BitCachesOnly = true;
-};
-
 /// Split-K state: partition size and the workspace arrays (see top of file).
 struct SplitK {
   int32_t partition_size, max_partitions;

@@ -124,11 +124,17 @@ TEST(UnifiedAttention, RandomRaggedBatchesMatchBruteForce) {
         }
 }
 
-// Every modifier (and all at once), causal and not, both paths and formats.
+// Every modifier (and all at once), causal and not, both paths; the HND readers, which differ
+// only in the cache address (CacheAddr), which no modifier touches, with a window, ALiBi with
+// sinks, and all at once (the full cross cost 80 ragged runs, 200 s under ASan).
 TEST(UnifiedAttention, EveryModifierCausalAndNot) {
   for (const char* reader : kUnified)
     for (const Mods& m : kMods)
       for (bool causal : {true, false}) {
+        const std::string mod = m.name;
+        if (std::string(reader).find("_hnd") != std::string::npos && mod != "window8" && mod != "alibi+sinks" &&
+            mod != "all")
+          continue;
         RaggedCase c = with_mods(for_reader(reader, RaggedCase{}), m);
         c.causal = causal;
         c.seqs = {{1, 1}, {9, 9}, {57, 300}, {3, 150}, {64, 120}};

@@ -74,20 +74,21 @@ struct WritesPastWorkspace : UnifiedCorrectVariant {
   static constexpr int kExpSumRowShift = 1;
 };
 
+// Built for 16-bit caches only, as kCaps declares: none of these bugs needs an fp8 cache to
+// show, and fp8 instances quadrupled the file's AMD compile time (about 490 s in CI).
 template <class Variant, bool kSplit>
 int planted(const kvh_attention_args* a, void* stream) {
-  return kvh::kernels::launch_unified_attention<KVH_CACHE_NHD, kSplit, Variant>(*a, stream);
+  return kvh::kernels::launch_unified_attention<KVH_CACHE_NHD, kSplit, kvh::kernels::Only16BitCaches<Variant>>(*a,
+                                                                                                          stream);
 }
 int workspaces(const kvh_attention_args* a, kvh_workspace_spec* specs, int32_t max_specs, int32_t* count) {
   return kvh::kernels::unified_attention_workspaces(a, specs, max_specs, count);
 }
 
-// The capabilities of unified_attention_2d / _3d (`--replace-kernel` runs them with these).
+// The capabilities of unified_attention_2d / _3d (`--replace-kernel` runs them with these), 16-bit
+// caches only (no cache_dtypes: the default).
 kvh_capabilities caps() {
   kvh_capabilities c{};
-  c.cache_dtypes = (1u << KVH_DT_F16) | (1u << KVH_DT_BF16) | (1u << KVH_DT_FP8_E4M3FN) | (1u << KVH_DT_FP8_E4M3FNUZ);
-  c.kv_scales = (1u << KVH_SCALES_NONE) | (1u << KVH_SCALES_TENSOR) | (1u << KVH_SCALES_HEAD) |
-                (1u << KVH_SCALES_BLOCK) | (1u << KVH_SCALES_TOKEN);
   c.modifiers = KVH_MOD_SLIDING_WINDOW | KVH_MOD_SINKS | KVH_MOD_SOFTCAP | KVH_MOD_ALIBI | KVH_MOD_NON_CAUSAL;
   c.max_query_len = kvh::kernels::kUaMaxQueryLen;
   return c;
