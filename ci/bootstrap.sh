@@ -10,7 +10,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev        # GoogleTest 1.12
   libeigen3-dev                    # Eigen 3.4: references
-  libfmt-dev                       # fmt 9, used header-only
+  libfmt-dev                       # fmt 9: the shared libfmt (header-only in the cuda preset)
   libcli11-dev                     # CLI11 2.1
   libtomlplusplus-dev              # toml++ 3.3: case files
   nlohmann-json3-dev               # nlohmann-json 3.11: reports
