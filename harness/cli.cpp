@@ -11,6 +11,7 @@
 #include <map>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <numeric>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
+#include "case/reference_cache.h"
 #include "case/attention_case.h"
 #include "case/launch_configs.h"  // issue 23 (D)
 #include "case_file.h"
@@ -311,8 +313,10 @@ std::string suite_rows(const RunReport& rep, const std::vector<std::string>& fil
 // `kvharness bench --suite FILE...` (or `all`): the harness's own speed on its suites, run together
 // as one run (one reference cache, one phase table), for CI logs and nightly sizing (a benchmark,
 // not a test: it never fails on time). The verdicts still decide the exit code.
+// Its report set carries what `run`'s does (identity, shard, command line, versions), so that the
+// shards of a bench merge (`kvharness merge`) and a report says which shard and tool made it.
 int bench_suites_main(const std::vector<std::string>& suites, const std::string& report_dir, RunOptions o,
-                      const std::string& shard_text, const Registry& reg) {
+                      const std::string& shard_text, const std::string& command_line, const Registry& reg) {
   std::vector<std::string> files;
   for (const auto& suite : suites) {
     if (suite != "all") {
@@ -323,17 +327,30 @@ int bench_suites_main(const std::vector<std::string>& suites, const std::string&
   }
   o.case_files = files;
   o.report_dir = report_dir + "/suite";
+  Shard sh;
+  try {
+    if (!shard_text.empty()) sh = parse_shard(shard_text);
+  } catch (const std::invalid_argument& e) {
+    throw OptionError(e.what());  // a usage error (exit 2), as `run --shard` says it
+  }
   Loaded loaded = load_cases(o, reg);
   if (!shard_text.empty()) {
-    const Shard sh = parse_shard(shard_text);
     std::vector<size_t> index(loaded.cases.size());
     keep_cases(loaded, index, [&](const Case& c) { return in_shard(c.id(), sh); });
   }
   if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty()) throw CaseFileError(why);
   o.expectations = loaded.expectations;
+  RunReport base;
+  const device::Info di = device::info();
+  base.tool_version = KVH_VERSION;
+  base.command_line = command_line;
+  base.host = host_name();
+  base.runtime_version = di.runtime_version;
+  if (!shard_text.empty()) base.shard = sh.str();
+  base.identity = run_identity(o, KVH_VERSION, di.backend, di.name, di.wave_size);
   const std::atomic<int> stop{0};
   const auto t0 = std::chrono::steady_clock::now();
-  const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, stop);
+  const RunReport rep = run_cases(loaded.cases, loaded.file_of, reg, o, stop, base);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Counts n = count(rep);
   fmt::print("## bench --suite {}{}\n\n{} cases of {} file(s) in {:.2f} s ({:.1f} cases/s) on {} ({}); {} PASS, {} "
@@ -484,6 +501,9 @@ void add_run_scheduling(Cli& k) {
                   "share of each case's wall time its kernel timing may add: as many timed launches as fit, 1 to "
                   "--timing-reps (0: always --timing-reps)")
       ->check(CLI::Range(0.0, 10.0))
+      ->check(CLI::Validator(  // CLI::Range lets NaN through (every comparison with it is false)
+          [](std::string& v) { return std::isnan(std::strtod(v.c_str(), nullptr)) ? std::string("NaN") : std::string(); },
+          "", "not NaN"))
       ->capture_default_str();
   run->add_flag("--timing-on-cpu", o.timing.on_cpu,
                 "time passing cases on the cpu backend too (host clock; a Python provider's own timing reports "
@@ -742,7 +762,7 @@ std::optional<int> other_commands(Cli& k) {
   }
   const Registry reg = make_registry(k.o);
   if (*k.bench_cmd && !k.bench_suites.empty())
-    return bench_suites_main(k.bench_suites, k.bo.report_dir, k.o, k.bench_shard, reg);
+    return bench_suites_main(k.bench_suites, k.bo.report_dir, k.o, k.bench_shard, k.command_line, reg);
   if (*k.bench_cmd && !k.bench_shard.empty()) throw CaseFileError("bench --shard takes effect with --suite only");
   if (*k.bench_cmd) {
     if (k.bo.quick) {  // explicit options win
@@ -1064,6 +1084,11 @@ int cli_main(int argc, char** argv) {
       return cmd.input_error();
     }
   try {
+    try {
+      reference_cache_mb_from_env();  // a typo there would quietly turn sharing off
+    } catch (const std::invalid_argument& e) {
+      throw OptionError(e.what());
+    }
     if (auto done = other_commands(k); done) return *done;
     return cmd.run(argc, argv);
   } catch (const ProviderLoadError& e) {

@@ -54,6 +54,20 @@ usage_errors)
   [ "$rc" = 2 ] || fail "run --seed x: exit $rc"
   grep -q "^kvharness run: " "$WORK/e" || fail "run --seed x: $(cat "$WORK/e")"
   "$KVH" bisect-run --help | grep -q -- "--bisect" || fail "bisect-run --help is not run's help"
+  # Issue 24, after attack: NaN passes a range check; a bad KVH_REFERENCE_CACHE_MB would quietly
+  # turn sharing off; a bad bench --shard is a usage error (2), not the harness failing (128).
+  rc=$(run_rc "$WORK/o" "$WORK/e" run "$WORK/small.toml" --timing-budget nan --report-dir "$WORK/r")
+  [ "$rc" = 2 ] || fail "--timing-budget nan: exit $rc, expected 2"
+  grep -q -- "--timing-budget" "$WORK/e" || fail "--timing-budget nan: $(cat "$WORK/e")"
+  rc=$(KVH_REFERENCE_CACHE_MB=abc run_rc "$WORK/o" "$WORK/e" run "$WORK/small.toml" --report-dir "$WORK/r")
+  [ "$rc" = 2 ] || fail "KVH_REFERENCE_CACHE_MB=abc: exit $rc, expected 2"
+  grep -q "KVH_REFERENCE_CACHE_MB='abc': expected a whole number of megabytes" "$WORK/e" ||
+    fail "KVH_REFERENCE_CACHE_MB=abc: $(cat "$WORK/e")"
+  for bad in 0/4 5/4 1/0 abc; do
+    rc=$(run_rc "$WORK/o" "$WORK/e" bench --suite "$WORK/small.toml" --shard "$bad" --report-dir "$WORK/b")
+    [ "$rc" = 2 ] || fail "bench --shard $bad: exit $rc, expected 2"
+    grep -q -- "--shard '$bad'" "$WORK/e" || fail "bench --shard $bad: $(cat "$WORK/e")"
+  done
   ;;
 # Item 7: compare -f is --filter (as in run and list); compare warns on stderr, naming both sides,
 # when the runs used other case files, providers or substitutions, and --fail-on any fails then.

@@ -21,4 +21,30 @@ grep -q 'skipping cases/python.toml: needs --provider for .*writer torch_reshape
   fail "the provider suite is not named as skipped: $(cat "$out/stderr")"
 grep -q 'known writers' "$out/stderr" && fail "a skip line lists every kernel"
 [ -s "$out/suite/results.json" ] || fail "no results.json under $out/suite"
+# The report set says what made it (as run's does), so that a bench's shards merge.
+python3 - "$out/suite/results.json" <<'PY' || fail "the bench report lacks run metadata"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["shard"] == "1/40", j["shard"]
+assert j["identity"], "no identity"
+assert "bench --suite all" in j["command_line"], j["command_line"]
+assert j["tool_version"] and j["host"], (j["tool_version"], j["host"])
+PY
+cat >"$out/small.toml" <<'EOF'
+seeds = [1, 2]
+[[write]]
+models = ["Qwen3-235B-A22B"]
+tp = 8
+layouts = ["kv_first", "padded"]
+head_sizes = [128]
+num_tokens = [4, 64]
+block_sizes = [16]
+dtypes = ["bf16"]
+writers = ["reshape_and_cache"]
+EOF
+for i in 1 2; do
+  "$kvh" bench --suite "$out/small.toml" --shard "$i/2" --report-dir "$out/s$i" >/dev/null 2>&1 || fail "bench shard $i/2: exit $?"
+done
+"$kvh" merge "$out/s1/suite" "$out/s2/suite" -o "$out/merged" >"$out/merge.out" 2>&1 ||
+  fail "the bench shards do not merge: $(cat "$out/merge.out")"
 echo "PASS"

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 
 #include "run/parallel.h"
 
@@ -21,10 +22,28 @@ struct ReferenceCache::Entry {
   uint64_t last_use = 0;
 };
 
+int64_t reference_cache_mb_from_env() {
+  const char* e = std::getenv("KVH_REFERENCE_CACHE_MB");
+  if (!e) return 2048;
+  const std::string v = e;
+  constexpr int64_t kMax = int64_t(1) << 20;  // 1 TiB
+  int64_t mb = 0;
+  bool ok = !v.empty() && v.size() <= 7;
+  for (char ch : v) ok = ok && ch >= '0' && ch <= '9';
+  if (ok) mb = std::stoll(v);
+  if (!ok || mb > kMax)
+    throw std::invalid_argument("KVH_REFERENCE_CACHE_MB='" + v + "': expected a whole number of megabytes from 0 to " +
+                                std::to_string(kMax) + " (0 turns reference sharing off)");
+  return mb;
+}
+
 ReferenceCache& ReferenceCache::process() {
   static ReferenceCache* cache = [] {
     int64_t mb = 2048;
-    if (const char* e = std::getenv("KVH_REFERENCE_CACHE_MB")) mb = std::max<int64_t>(0, std::atoll(e));
+    try {
+      mb = reference_cache_mb_from_env();
+    } catch (const std::invalid_argument&) {  // the CLI refused it already; a library user gets the default
+    }
     return new ReferenceCache(mb << 20);
   }();
   return *cache;

@@ -19,6 +19,11 @@
 
 namespace kvh {
 
+/// KVH_REFERENCE_CACHE_MB: the process cache's bound in megabytes (default 2048 when unset; 0
+/// turns sharing off). Throws std::invalid_argument naming the variable when it is not a whole
+/// number from 0 to 1048576.
+int64_t reference_cache_mb_from_env();
+
 class ReferenceCache {
  public:
   using Matrix = std::shared_ptr<const reference::RowMatrix>;

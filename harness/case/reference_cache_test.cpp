@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <thread>
 
 #include "case/attention_case.h"
@@ -194,6 +198,28 @@ TEST(DataSeed, ScalesPerBlockKeyTheReferenceByItsPaging) {
   };
   EXPECT_EQ(ref_id(KvScales::Head, 16), ref_id(KvScales::Head, 32));
   EXPECT_NE(ref_id(KvScales::Block, 16), ref_id(KvScales::Block, 32));
+}
+
+// KVH_REFERENCE_CACHE_MB: a whole number of megabytes or an error naming the variable (a typo
+// must not quietly turn sharing off).
+TEST(ReferenceCache, TheEnvironmentBoundIsAWholeNumberOfMegabytes) {
+  ::unsetenv("KVH_REFERENCE_CACHE_MB");
+  EXPECT_EQ(reference_cache_mb_from_env(), 2048);
+  for (const auto& [v, mb] : {std::pair<const char*, int64_t>{"0", 0}, {"12", 12}, {"1048576", 1048576}}) {
+    ::setenv("KVH_REFERENCE_CACHE_MB", v, 1);
+    EXPECT_EQ(reference_cache_mb_from_env(), mb) << v;
+  }
+  for (const char* bad : {"", "abc", "-5", "1e99", "1048577", "99999999999999999999", " 12", "12MB"}) {
+    ::setenv("KVH_REFERENCE_CACHE_MB", bad, 1);
+    try {
+      reference_cache_mb_from_env();
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("KVH_REFERENCE_CACHE_MB='" + std::string(bad) + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+  ::unsetenv("KVH_REFERENCE_CACHE_MB");
 }
 
 }  // namespace
