@@ -83,7 +83,8 @@ std::string message_key(const std::string& message);
 /// summary.md's "Where the time went" and `kvharness run --profile`.
 std::string time_profile_markdown(const RunReport& r, size_t slowest);
 /// "References: D decode case(s) over R distinct float64 reference(s), D/R cases a reference;
-/// C computed, D-C reused ...": results.json reference_id and reference_reused counted (issue 24).
+/// C computed, D-C reused ...": results.json reference_id and reference_reused counted (issue 24);
+/// a run of write cases only says it has no decode case.
 std::string references_line(const std::vector<CaseResult>& results);
 /// junit.xml: one testcase per case; FAIL and CRASH are failures, UNSUPPORTED skipped.
 std::string junit_xml(const RunReport& r);

@@ -365,6 +365,7 @@ std::string references_line(const std::vector<CaseResult>& results) {
     ids.insert(cr.reference_id);
     if (!cr.reference_reused) ++computed;
   }
+  if (cases == 0) return "References: no decode case (write cases only: nothing to share).";
   return fmt::format("References: {} decode case(s) over {} distinct float64 reference(s), {:.2f} cases a "
                      "reference; {} computed, {} reused from the run's reference cache.",
                      cases, ids.size(), ids.empty() ? 0.0 : double(cases) / double(ids.size()), computed,

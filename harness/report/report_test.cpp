@@ -57,6 +57,18 @@ TEST(Report, PhasesAreRecordedPerCaseAndSummedInTheSummary) {
   EXPECT_NE(summary_markdown(sample()).find("## Where the time went"), std::string::npos);
 }
 
+// The references line counts decode cases by reference_id; write cases (no id) are not counted.
+TEST(Report, ReferencesLineCountsTheSharedReferences) {
+  std::vector<CaseResult> rs(4);
+  rs[0].reference_id = rs[1].reference_id = "a";
+  rs[1].reference_reused = true;
+  rs[2].reference_id = "b";
+  EXPECT_EQ(references_line(rs),
+            "References: 3 decode case(s) over 2 distinct float64 reference(s), 1.50 cases a reference; 2 computed, 1 "
+            "reused from the run's reference cache.");
+  EXPECT_EQ(references_line({rs[3]}), "References: no decode case (write cases only: nothing to share).");
+}
+
 TEST(Report, ResultsJsonFollowsTheContract) {
   auto j = nlohmann::json::parse(results_json(sample()));
   EXPECT_EQ(j["schema"], "kvharness.results/1");
