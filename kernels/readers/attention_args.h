@@ -307,10 +307,8 @@ inline AttentionParams make_ragged_attention_params(const kvh_attention_args& a,
 /// kFnuzAsFnuz false decodes an e4m3fnuz cache as e4m3fn (the fixture's bug).
 /// k16BitOnly instantiates the 16-bit policies only and returns hipErrorInvalidValue
 /// for an fp8 or int8 cache (planted readers that declare no fp8/int8 capability).
-/// kInt8 false leaves CacheInt8 out and returns hipErrorInvalidValue for an int8 cache
-/// (readers whose capabilities refuse int8: each instance costs AMD compile time in CI).
 /// Call after check_attention_args.
-template <bool kFnuzAsFnuz = true, bool k16BitOnly = false, bool kInt8 = true, class Fn>
+template <bool kFnuzAsFnuz = true, bool k16BitOnly = false, class Fn>
 int with_reader_types(const kvh_attention_args& a, Fn&& fn) {
   const bool f16 = a.query.dtype == KVH_DT_F16;
   if constexpr (k16BitOnly) {
@@ -321,9 +319,7 @@ int with_reader_types(const kvh_attention_args& a, Fn&& fn) {
       case KVH_DT_FP8_E4M3FN: return f16 ? fn(fp16_t{}, CacheFp8<false>{}) : fn(bf16_t{}, CacheFp8<false>{});
       case KVH_DT_FP8_E4M3FNUZ:
         return f16 ? fn(fp16_t{}, CacheFp8<kFnuzAsFnuz>{}) : fn(bf16_t{}, CacheFp8<kFnuzAsFnuz>{});
-      case KVH_DT_I8:
-        if constexpr (kInt8) return f16 ? fn(fp16_t{}, CacheInt8{}) : fn(bf16_t{}, CacheInt8{});
-        else return hipErrorInvalidValue;
+      case KVH_DT_I8: return f16 ? fn(fp16_t{}, CacheInt8{}) : fn(bf16_t{}, CacheInt8{});
       default: return f16 ? fn(fp16_t{}, Cache16<fp16_t>{}) : fn(bf16_t{}, Cache16<bf16_t>{});
     }
   }

@@ -136,7 +136,7 @@ inline bool ua_segment_plan(const kvh_attention_args& a, UaSegmentPlan* sp) {
 /// The correct rules; fixtures/unified_attention_fixtures.hip and
 /// testing/planted_unified_readers.hip substitute one of them.
 struct UnifiedCorrectVariant {
-  /// Every cache element policy the capabilities declare (16-bit and fp8); Only16BitCaches sets it.
+  /// Every cache element policy (16-bit, fp8, int8); Only16BitCaches sets it.
   static constexpr bool k16BitCachesOnly = false;
   /// GQA (vLLM, aiter): the j-th query head of kv head kv's group of `group` heads.
   static KVH_HD int query_head(int kv, int j, int group) { return kv * group + j; }
@@ -468,8 +468,7 @@ int launch_unified_attention(const kvh_attention_args& a, void* stream) {
                   unsigned(Variant::seq_programs(rp.num_seqs)));
   const size_t shared = sizeof(float) * size_t(ua_shared_floats(tl.block_q * tl.chunk_heads, p.head_size));
   const hipStream_t st = static_cast<hipStream_t>(stream);
-  // No int8 instances: the unified readers' capabilities refuse int8 caches.
-  return with_reader_types<true, Variant::k16BitCachesOnly, /*kInt8=*/false>(a, [&](auto t, auto c) {
+  return with_reader_types<true, Variant::k16BitCachesOnly>(a, [&](auto t, auto c) {
     using T = decltype(t);
     hipLaunchKernelGGL(HIP_KERNEL_NAME(unified_attention_kernel<T, decltype(c), kFormat, Variant, kSplit>), grid,
                        dim3(kUaThreads), shared, st, p, rp, tl, sg);

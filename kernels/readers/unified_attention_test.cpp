@@ -295,10 +295,6 @@ TEST(UnifiedAttention, RefusesBadArguments) {
       return k.attention(&ra.args, nullptr);
     };
     EXPECT_EQ(rc_with([](kvh_attention_args&) {}), 0) << reader;
-    // int8 caches: the capabilities refuse them and no int8 instance is built (never read as 16-bit).
-    EXPECT_EQ(rc_with([](kvh_attention_args& a) { a.key_cache.dtype = a.value_cache.dtype = KVH_DT_I8; }),
-              hipErrorInvalidValue)
-        << reader << ": int8 caches";
     EXPECT_EQ(rc_with([](kvh_attention_args& a) { a.query_start_loc = {}; }), hipErrorInvalidValue)
         << reader << ": query_start_loc missing with max_query_len 3";
     EXPECT_EQ(rc_with([](kvh_attention_args& a) { a.num_query_tokens = 3; }), hipErrorInvalidValue) << reader;
