@@ -257,6 +257,15 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
 }
 
+// What every report set says of the tool and the call that made it (run's and bench --suite's).
+RunReport report_base(const std::string& command_line) {
+  RunReport base;
+  base.tool_version = KVH_VERSION;
+  base.command_line = command_line;
+  base.host = host_name();
+  return base;
+}
+
 std::string decode_memory_refusal(const std::vector<Case>& cases, const Registry& reg);
 std::vector<std::string> default_case_files();
 template <class Keep>
@@ -341,11 +350,8 @@ int bench_suites_main(const std::vector<std::string>& suites, const std::string&
   }
   if (const std::string why = decode_memory_refusal(loaded.cases, reg); !why.empty()) throw CaseFileError(why);
   o.expectations = loaded.expectations;
-  RunReport base;
+  RunReport base = report_base(command_line);
   const device::Info di = device::info();
-  base.tool_version = KVH_VERSION;
-  base.command_line = command_line;
-  base.host = host_name();
   base.runtime_version = di.runtime_version;
   if (!shard_text.empty()) base.shard = sh.str();
   base.identity = run_identity(o, KVH_VERSION, di.backend, di.name, di.wave_size);
@@ -812,10 +818,8 @@ bool same_dir(const std::string& a, const std::string& b) {
 // that the previous run's green files never outlive this one.
 class RunCommand {
  public:
-  RunCommand(Cli& k) : k_(k), o_(k.o), input_error_(k.bisect ? kExitNothingRunnable : kExitUsage) {
-    base_.tool_version = KVH_VERSION;
-    base_.command_line = k.command_line;
-    base_.host = host_name();
+  RunCommand(Cli& k)
+      : k_(k), o_(k.o), base_(report_base(k.command_line)), input_error_(k.bisect ? kExitNothingRunnable : kExitUsage) {
     base_.label = k.label;
     base_.case_files = o_.case_files;
     base_.filter = o_.filter;
